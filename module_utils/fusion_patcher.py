@@ -238,11 +238,17 @@ def apply(venv_path, min_flashinfer=MIN_FLASHINFER, workspace_preflight=True, ba
         return result
 
     state = load_state(venv.state_dir)
-    for rel in sorted(changed):
-        keep_original(venv.state_dir, files[rel])
-        if backup and backup_local:
-            result["backup_files"].append(backup_local(venv.path(rel)))
-    af.replace_all([(venv.path(rel), files[rel], changed[rel]) for rel in sorted(changed)])
+    try:
+        for rel in sorted(changed):
+            keep_original(venv.state_dir, files[rel])
+            if backup and backup_local:
+                result["backup_files"].append(backup_local(venv.path(rel)))
+        af.replace_all([(venv.path(rel), files[rel], changed[rel]) for rel in sorted(changed)])
+    except BaseException:
+        _prune_originals(venv.state_dir, state)  # no record of a patch that did not happen
+        for path in result["backup_files"]:
+            os.unlink(path)
+        raise
     for rel in sorted(changed):
         state["files"][rel] = {
             "sha256_before": af.sha256_bytes(files[rel]),

@@ -1,0 +1,71 @@
+"""Real sglang / flashinfer-python wheels from PyPI, downloaded once and cached.
+
+The cache (``$SGLANG_TEST_WHEEL_CACHE``, default ``<repo>/.cache/test-wheels``)
+is git-ignored: wheels are never committed.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CACHE = os.environ.get("SGLANG_TEST_WHEEL_CACHE", os.path.join(REPO, ".cache", "test-wheels"))
+
+
+class NoWheel(Exception):
+    """PyPI has no wheel for this release (only an sdist that needs torch to build)."""
+
+
+def wheel(project, version):
+    """Path of the cached wheel, downloading it with ``pip download --no-deps`` if needed."""
+    pattern = "%s-%s-*.whl" % (project.replace("-", "_"), version)
+    found = glob.glob(os.path.join(CACHE, pattern))
+    if not found:
+        os.makedirs(CACHE, exist_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+                               "-q", "-d", CACHE, "%s==%s" % (project, version)],
+                              capture_output=True, text=True, check=False)
+        if "No matching distribution" in proc.stderr:
+            raise NoWheel("%s==%s" % (project, version))
+        assert proc.returncode == 0, proc.stderr
+        found = glob.glob(os.path.join(CACHE, pattern))
+    assert len(found) == 1, "expected one wheel for %s==%s in %s, got %r" % (project, version, CACHE, found)
+    return found[0]
+
+
+def pinned_flashinfer(sglang_wheel):
+    """The flashinfer-python version this sglang release pins (its Requires-Dist)."""
+    with zipfile.ZipFile(sglang_wheel) as archive:
+        meta = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")][0]
+        text = archive.read(meta).decode("utf-8")
+    match = re.search(r"^Requires-Dist: flashinfer[-_]python(?:\[[^\]]*\])?\s*==\s*([^\s;]+)", text, re.M)
+    assert match, "no flashinfer-python pin in %s" % sglang_wheel
+    return match.group(1)
+
+
+def original_bytes(sglang_wheel, rel):
+    """A file exactly as the wheel ships it."""
+    with zipfile.ZipFile(sglang_wheel) as archive:
+        return archive.read(rel)
+
+
+def make_venv(path, *wheels):
+    """A real venv with the wheels installed by real pip, --no-deps (no torch)."""
+    subprocess.run([sys.executable, "-m", "venv", path], check=True)
+    if wheels:
+        pip_install(path, *wheels)
+    return path
+
+
+def pip_install(venv, *wheels):
+    # python -m pip, not bin/pip: a copied venv's bin/pip still points at the original's interpreter
+    subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile"]
+                   + list(wheels), check=True)
+
+
+def site_packages(venv):
+    found = glob.glob(os.path.join(venv, "lib", "python3*", "site-packages"))
+    assert len(found) == 1, found
+    return found[0]

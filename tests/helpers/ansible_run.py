@@ -28,3 +28,39 @@ def run_module(module, args, check=False, diff=False, env=None):
         raise AssertionError("ansible printed no JSON (rc %s):\n%s\n%s" % (proc.returncode, proc.stdout,
                                                                          proc.stderr))
     return report["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def run_playbook(playbook, extra_vars=None, env=None, check=False, inventory=None, limit=None):
+    """Run a playbook; returns (rc, report) where report is the ansible.posix.json callback's output."""
+    env = dict(os.environ, **(env or {}))
+    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+               ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    cmd = [ANSIBLE + "-playbook", playbook, "-e", json.dumps(extra_vars or {})]
+    if inventory:
+        cmd += ["-i", inventory]
+    if limit:
+        cmd += ["-l", limit]
+    if check:
+        cmd.append("--check")
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    try:
+        return proc.returncode, json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("ansible-playbook printed no JSON (rc %s):\n%s\n%s" % (
+            proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+
+
+def task_results(report, host="localhost"):
+    """[(task name without its 'role : ' prefix, result)] in order, for one host."""
+    return [(task["task"]["name"].split(" : ", 1)[-1], task["hosts"][host])
+            for play in report["plays"] for task in play["tasks"] if host in task["hosts"]]
+
+
+def failure(report, host="localhost"):
+    """(task name, msg) of the first failed task, or None."""
+    for name, result in task_results(report, host):
+        if result.get("failed") and not result.get("ignore_errors"):
+            items = [item.get("msg", "") for item in result.get("results", []) if item.get("failed")]
+            return name, " | ".join(items) or result.get("msg", "")
+    return None

@@ -1,17 +1,32 @@
-.PHONY: setup deploy test local-target lint
+.PHONY: setup lab deploy test unit molecule lint lab-down bench
 
 setup:
 	./scripts/setup-dev.sh
 
-local-target: setup
-	./scripts/local-target.sh
+# The container lab: host packages (podman, runc, debootstrap), the image, two systemd hosts with simulated GPUs.
+lab: setup
+	./lab/install-host-deps.sh
+	./lab/up.sh
 
-# The main job against the default target (this machine's local-target venv).
-deploy: local-target
-	.venv/bin/ansible-playbook deploy.yml -l blackwell
+# The main job against the default target: the lab.
+deploy: lab
+	.venv/bin/ansible-playbook deploy.yml -i inventories/lab -l blackwell
 
-test: setup
+# Every test: lint, syntax, pytest, then molecule on the lab.
+test: unit molecule
+
+unit: setup
 	./scripts/test.sh
+
+molecule: setup
+	./lab/install-host-deps.sh
+	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/molecule test
 
 lint: setup
 	.venv/bin/ansible-lint
+
+lab-down:
+	./lab/down.sh
+
+bench: lab
+	./lab/bench.sh

@@ -1,0 +1,34 @@
+# Sourced by the lab scripts (and by you: `. lab/env.sh`, then e.g. `lab_ssh 2221`): where the lab keeps
+# things and how podman is configured. Every LAB_* value can be overridden from the environment.
+# shellcheck shell=bash
+LAB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LAB_ROOT="$(dirname "$LAB_DIR")"
+export LAB_DIR LAB_ROOT
+# podman reads only this file (runc, ulimits that fit this host), never the host's global settings.
+export CONTAINERS_CONF="${LAB_CONTAINERS_CONF:-$LAB_DIR/containers.conf}"
+export LAB_CACHE="${LAB_CACHE:-$LAB_ROOT/.cache/lab}"
+export LAB_IMAGE="${LAB_IMAGE:-localhost/sglang-lab:bookworm}"
+export LAB_SSH_KEY="${LAB_SSH_KEY:-$LAB_CACHE/ssh/id_ed25519}"
+# Copied into every host at start: HTTPS from inside the containers goes through an inspecting proxy
+# on these machines (as on many corporate GPU clusters), so pip and curl must trust the same roots.
+export LAB_CA_BUNDLE="${LAB_CA_BUNDLE:-${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}}"
+# Wheels for offline pip installs in the lab (lab/fill-wheelhouse.sh), mounted read-only in every host.
+export LAB_WHEELHOUSE="${LAB_WHEELHOUSE:-$LAB_CACHE/wheelhouse}"
+export LAB_WHEELHOUSE_MOUNT=/srv/lab-wheelhouse
+# A real nvcc (the nvidia-cuda-nvcc wheel, unpacked by fill-wheelhouse.sh), mounted at /usr/local/cuda.
+export LAB_CUDA="${LAB_CUDA:-$LAB_CACHE/cuda}"
+# GPU simulation, test lab only (no GPU can exist in CI): an nvidia-smi stand-in that replays a GPU
+# profile directory. Never part of the production roles.
+export LAB_STANDIN="${LAB_STANDIN:-$LAB_DIR/standins/nvidia-smi}"
+export LAB_GPU_PROFILES="${LAB_GPU_PROFILES:-$LAB_DIR/gpu-profiles}"
+# Hosts: NAME:SSH_PORT:GPU_PROFILE, space separated; SSH is published on 127.0.0.1 only. The ports
+# are repeated in inventories/lab/hosts.yml.
+export LAB_HOSTS="${LAB_HOSTS:-lab-gpu1:2221:${LAB_GPU1_PROFILE:-rtxpro6000-8x-pcie} lab-gpu2:2222:${LAB_GPU2_PROFILE:-rtxpro6000-2x-pcie}}"
+
+# ssh to a lab host (containers get new host keys on every start: nothing to pin).
+LAB_SSH_OPTS=(-i "$LAB_SSH_KEY" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+              -o LogLevel=ERROR -o BatchMode=yes -o ConnectTimeout=5 -o IdentitiesOnly=yes)
+lab_ssh() {  # lab_ssh PORT [COMMAND...]
+  local port=$1; shift
+  ssh "${LAB_SSH_OPTS[@]}" -p "$port" root@127.0.0.1 "$@"
+}

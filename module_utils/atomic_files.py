@@ -47,8 +47,11 @@ def _fsync_dir(path):
         os.close(fd)
 
 
-def stage(path, data, like=None):
-    """Write ``data`` to a temp file next to ``path`` with the mode/owner of ``like`` (default path)."""
+def stage(path, data, like=None, mode=0o644):
+    """Write ``data`` to a temp file next to ``path`` with the mode/owner of ``like`` (default path).
+
+    A new file (nothing to copy from) gets ``mode``.
+    """
     like = like or path
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=directory)
@@ -65,6 +68,8 @@ def stage(path, data, like=None):
                     os.chown(tmp, info.st_uid, info.st_gid)
                 except PermissionError:
                     pass  # not root: the file stays ours, as the old one was
+        else:
+            os.chmod(tmp, mode)
     except BaseException:
         _unlink_quietly(tmp)
         raise
@@ -78,9 +83,9 @@ def _unlink_quietly(path):
         pass
 
 
-def write_atomic(path, data):
+def write_atomic(path, data, mode=0o644):
     """One file, atomically (temp + fsync + rename)."""
-    tmp = stage(path, data)
+    tmp = stage(path, data, mode=mode)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -90,7 +95,10 @@ def write_atomic(path, data):
 
 
 def replace_all(changes):
-    """Apply ``changes`` = [(path, old_bytes, new_bytes)] all together or not at all."""
+    """Apply ``changes`` = [(path, old_bytes, new_bytes)] all together or not at all.
+
+    ``old_bytes`` None means the file does not exist yet: undoing it removes it.
+    """
     staged = []
     try:
         for path, _old, new in changes:
@@ -113,7 +121,10 @@ def replace_all(changes):
         unrestored = []
         for path in reversed(done):
             try:
-                write_atomic(path, olds[path])
+                if olds[path] is None:
+                    os.unlink(path)
+                else:
+                    write_atomic(path, olds[path])
             except BaseException:  # keep going: restore as many as we can, then say which failed
                 unrestored.append(path)
         if unrestored:

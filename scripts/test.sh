@@ -9,6 +9,7 @@ export ANSIBLE_CONFIG="$PWD/ansible.cfg"
 echo "== ansible-doc"
 ansible-doc -M library sglang_fusion_patch > /dev/null
 ansible-doc -M library nvidia_gpu_facts > /dev/null
+ansible-doc -M library sglang_nccl_settings > /dev/null
 
 echo "== syntax checks"
 for playbook in deploy.yml playbooks/*.yml; do

@@ -1,0 +1,141 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible shell around module_utils/nccl_tuner.py."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_nccl_settings
+short_description: Validate NCCL settings and deliver them to an SGLang venv and its server unit
+version_added: "0.1.0"
+description:
+  - Chooses settings from a profile and the host's GPU facts, merges the operator's settings, validates them all
+    against NCCL's documented names and values and known-bad combinations, and refuses, writing nothing, on any error.
+  - Writes, from the same data, a start-up hook in the venv (C(<hook_name>.pth) importing C(<hook_name>.py), which
+    sets each variable with C(os.environ.setdefault) so an explicit environment wins) and an EnvironmentFile for
+    the server unit. A .pth is used because a venv C(sitecustomize.py) is silently shadowed by Ubuntu's apport one.
+  - Reads the NCCL version from the venv's nvidia-nccl-* package metadata and the variables the installed SGLang
+    overwrites at start-up from its C(_set_envs_and_config) source; nothing is imported.
+author:
+  - sglang-sm120-deploy contributors
+options:
+  venv:
+    description: The virtualenv the server runs from.
+    type: path
+    required: true
+  state:
+    description: C(absent) removes the hook and the environment file.
+    type: str
+    choices: [present, absent]
+    default: present
+  profile:
+    description:
+      - C(pcie) sets C(NCCL_P2P_LEVEL=PHB) only where GPUs meet across host bridges with P2P OK; C(nvlink) sets
+        nothing; C(custom) only what I(settings) says; C(auto) picks pcie or nvlink from I(gpu_facts).
+    type: str
+    choices: [auto, pcie, nvlink, custom]
+    default: auto
+  gpu_facts:
+    description: The C(nvidia_gpu) facts of the host (from nvidia_gpu_facts).
+    type: dict
+    default: {}
+  settings:
+    description: "Operator settings, merged over the profile: C(NAME: value) or C(NAME: {value: ..., reason: ...})."
+    type: dict
+    default: {}
+  release_policy:
+    description: What an installed NCCL release with known bugs on these GPUs does.
+    type: str
+    choices: [warn, fail]
+    default: warn
+  env_file:
+    description: EnvironmentFile for the server unit.
+    type: path
+    default: /etc/sglang/nccl.env
+  hook_name:
+    description: Module name of the start-up hook in the venv's site-packages.
+    type: str
+    default: sglang_nccl_env
+notes:
+  - Supports check mode and diff mode.
+"""
+
+EXAMPLES = r"""
+- name: Deliver NCCL settings chosen for this host
+  sglang_nccl_settings:
+    venv: /opt/sglang/current
+    gpu_facts: "{{ nvidia_gpu }}"
+    settings:
+      NCCL_ALGO:
+        value: allreduce:tree
+        reason: measured faster for verify-size all-reduces on this host
+"""
+
+RETURN = r"""
+profile: {description: The profile used., returned: always, type: str}
+settings:
+  description: The effective settings, each with its value and reason.
+  returned: always
+  type: dict
+nccl_version: {description: NCCL version in the venv, or null., returned: always, type: str}
+sglang_overrides:
+  description: Variables the installed SGLang sets at start-up, C(always) or C(conditional).
+  returned: always
+  type: dict
+notes: {description: Why the profile set what it set., returned: always, type: list, elements: str}
+errors: {description: Why the settings were refused., returned: failure, type: list, elements: str}
+files: {description: The hook module, the .pth and the environment file., returned: always, type: list, elements: str}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import atomic_files
+from ansible.module_utils import nccl_tuner
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            venv=dict(type="path", required=True),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            profile=dict(type="str", choices=["auto", "pcie", "nvlink", "custom"], default="auto"),
+            gpu_facts=dict(type="dict", default={}),
+            settings=dict(type="dict", default={}),
+            release_policy=dict(type="str", choices=["warn", "fail"], default="warn"),
+            env_file=dict(type="path", default="/etc/sglang/nccl.env"),
+            hook_name=dict(type="str", default="sglang_nccl_env"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        if p["state"] == "absent":
+            paths = nccl_tuner.removal(p["venv"], p["env_file"], p["hook_name"])
+            if paths and not module.check_mode:
+                for path in paths:
+                    os.unlink(path)
+            module.exit_json(changed=bool(paths), removed=paths)
+        result, changes = nccl_tuner.plan(p["venv"], p["profile"], p["gpu_facts"], p["settings"],
+                                          p["release_policy"], p["env_file"], p["hook_name"])
+    except nccl_tuner.Refused as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    if changes and not module.check_mode:
+        directory = os.path.dirname(p["env_file"])
+        if not os.path.isdir(directory):
+            os.makedirs(directory, mode=0o755)
+        try:
+            atomic_files.replace_all(changes)
+        except atomic_files.TransactionError as exc:
+            module.fail_json(msg=str(exc), **result)
+    result["changed"] = bool(changes)
+    if module._diff:
+        result["diff"] = nccl_tuner.diff_entries(changes)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

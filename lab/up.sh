@@ -56,6 +56,7 @@ for spec in $LAB_HOSTS; do
     echo "lab: $name already running, reusing it"
     copy_base_files "$name"
     "$LAB_DIR/set-profile.sh" "$name" "$profile"
+    "$LAB_DIR/install-standins.sh" "$name"
     continue
   fi
   if [ -n "$state" ]; then
@@ -66,6 +67,7 @@ for spec in $LAB_HOSTS; do
     "$LAB_IMAGE" /sbin/init > /dev/null
   copy_base_files "$name"
   "$LAB_DIR/set-profile.sh" "$name" "$profile"
+  "$LAB_DIR/install-standins.sh" "$name"
   podman start "$name" > /dev/null
   started+=("$name")
 done

@@ -1,0 +1,136 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible shell around module_utils/sglang_cli_args.py."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_server_args
+short_description: Check an SGLang server command line against the flags the installed SGLang declares
+version_added: "0.1.0"
+description:
+  - Reads every command-line flag of the SGLang installed in a venv from its source with Python's C(ast)
+    (C(sglang/srt/server_args.py) and, from 0.5.21, C(sglang/srt/arg_groups/fields/*.py)); nothing is imported,
+    so no torch or GPU is needed.
+  - Fails, listing every problem, when a flag is unknown (with the closest known flags), lacks its value, gets a
+    value that is not an allowed choice or not a number where one is needed, is refused by that SGLang, or when
+    a required flag is missing. Each message names the flag, the SGLang version and the file it was looked up in.
+  - Changes nothing.
+author:
+  - sglang-sm120-deploy contributors
+options:
+  venv:
+    description: The virtualenv that holds sglang.
+    type: path
+    required: true
+  argv:
+    description: The arguments after C(python -m sglang.launch_server).
+    type: list
+    elements: str
+    default: []
+  site_packages:
+    description: The site-packages that holds sglang, when it is not the venv's own.
+    type: path
+  allow_abbrev:
+    description:
+      - Accept an unambiguous prefix of a flag (C(--tp) for C(--tp-size)) as argparse does. Off by default
+        because such a prefix breaks, or changes meaning, when a later release adds a flag that shares it.
+    type: bool
+    default: false
+  renamed:
+    description:
+      - Flags some releases renamed, as C(old: [successors]); an old flag this SGLang lacks is replaced by the
+        first successor it knows, e.g. C({"--cuda-graph-max-bs": ["--cuda-graph-max-bs-decode"]}) for 0.5.21+.
+    type: dict
+    default: {}
+notes:
+  - Supports check mode (it never changes anything).
+  - Choices computed by SGLang at start-up (parser registries, enums, plugins) are not checked.
+"""
+
+EXAMPLES = r"""
+- name: Check the server command line before it goes into the unit file
+  sglang_server_args:
+    venv: /opt/sglang/current
+    argv:
+      - --model-path
+      - moonshotai/Kimi-K2.5
+      - --tp-size
+      - "8"
+      - --speculative-algorithm
+      - EAGLE3
+  register: server_args
+"""
+
+RETURN = r"""
+sglang_version: {description: The sglang version read from the venv's metadata., returned: always, type: str}
+flags_known: {description: How many flags (aliases included) that SGLang declares., returned: success, type: int}
+parsed:
+  description: Destination name -> value, as argparse would store it (numbers converted, lists for multi-value flags).
+  returned: success
+  type: dict
+argv: {description: The command line after renames; what the unit should run., returned: success, type: list, elements: str}
+errors: {description: Every problem found., returned: failure, type: list, elements: str}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import pkg_versions as pv
+from ansible.module_utils import sglang_cli_args as cli
+
+
+def rename_flags(flags, argv, renamed, notes):
+    """Replace a flag this SGLang lacks by the first of its successors that it knows (e.g. 0.5.21 split
+    --cuda-graph-max-bs into --cuda-graph-max-bs-decode/-prefill)."""
+    out = []
+    for arg in argv:
+        flag, sep, value = arg.partition("=")
+        if flag in renamed and flag not in flags:
+            successor = next((new for new in renamed[flag] if new in flags), None)
+            if successor:
+                notes.append("%s is not a flag of this sglang; using %s" % (flag, successor))
+                arg = successor + sep + value
+        out.append(arg)
+    return out
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            venv=dict(type="path", required=True),
+            argv=dict(type="list", elements="str", default=[]),
+            site_packages=dict(type="path"),
+            allow_abbrev=dict(type="bool", default=False),
+            renamed=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    candidates = [p["site_packages"]] if p["site_packages"] else pv.site_packages_dirs(p["venv"])
+    site = next((path for path in candidates if os.path.isdir(os.path.join(path, "sglang"))), None)
+    if site is None:
+        module.fail_json(msg="sglang is not installed in venv %s: no sglang/ package in %s" % (
+            p["venv"], ", ".join(candidates) or os.path.join(p["venv"], "lib/python3*/site-packages")))
+    version = pv.find_distribution(pv.installed_versions(site), "sglang")
+    if version is None:
+        module.fail_json(msg="sglang package found in %s but no sglang-*.dist-info metadata: cannot tell its "
+                             "version" % site)
+    try:
+        flags = cli.known_flags(site)
+    except (cli.SourceError, SyntaxError, OSError) as exc:
+        module.fail_json(msg="cannot read the flags of sglang %s: %s" % (version, exc), sglang_version=version)
+    notes = []
+    argv = rename_flags(flags, p["argv"], p["renamed"], notes)
+    errors, parsed = cli.check_argv(flags, argv, allow_abbrev=p["allow_abbrev"], notes=notes)
+    for note in notes:
+        module.warn(note)
+    if errors:
+        module.fail_json(msg="command line refused for sglang %s: %s" % (version, "; ".join(errors)),
+                         errors=errors, sglang_version=version, flags_known=len(flags))
+    module.exit_json(changed=False, sglang_version=version, flags_known=len(flags), parsed=parsed, argv=argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,643 @@
+"""The SGLang server stand-in (lab/standins/sglang_server_standin.py), run as a subprocess on a loopback port.
+
+Every server here is started the way the systemd unit starts it (interpreter, script, the real flags), with a
+temporary config file, and is stopped with SIGTERM. Each test is bounded (a few seconds at most).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import zipfile
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "lab", "standins", "sglang_server_standin.py")
+MODULE_UTILS = os.path.join(REPO, "module_utils")
+WHEEL_CACHE = os.environ.get("SGLANG_TEST_WHEEL_CACHE", os.path.join(REPO, ".cache", "test-wheels"))
+WHEEL_0521 = os.path.join(WHEEL_CACHE, "sglang-0.5.21-cp311-cp311-manylinux_2_34_x86_64.whl")
+FUSION = ["--flashinfer-allreduce-fusion-backend", "trtllm"]
+FAST = {"startup_delay_s": 0, "health_check_s": 0, "tokens_per_s": 1000}
+NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+STAMP = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d%s\] "
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Standin(object):
+    """One stand-in process: start(), HTTP helpers, output, stop()."""
+
+    def __init__(self, tmp_path, config=None, args=(), model="/srv/models/kimi-k2.5-standin", env=None,
+                 interpreter=(sys.executable,)):
+        self.port = free_port()
+        self.tmp_path = tmp_path
+        self.config_path = str(tmp_path / "config.json")
+        with open(self.config_path, "w", encoding="utf-8") as handle:
+            json.dump(dict(FAST, **(config or {})), handle)
+        self.args = ["--model-path", model, "--host", "127.0.0.1", "--port", str(self.port)] + list(args)
+        self.env = dict(os.environ, SGLANG_STANDIN_CONFIG=self.config_path, PYTHONUNBUFFERED="1")
+        self.env.pop("SGLANG_STANDIN_CLI_ARGS", None)  # the fallback list unless a test asks for the helper
+        self.env.update(env or {})
+        self.out_path = str(tmp_path / "stdout.log")
+        self.err_path = str(tmp_path / "stderr.log")
+        self.interpreter = list(interpreter)
+        self.proc = None
+
+    def start(self, wait_for="Uvicorn running on", timeout=4.0):
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(self.interpreter + [SCRIPT] + self.args, stdout=out, stderr=err,
+                                         env=self.env, cwd=str(self.tmp_path))
+        if wait_for:
+            self.wait_output(wait_for, timeout)
+        return self
+
+    def output(self):
+        with open(self.out_path, encoding="utf-8") as handle:
+            return handle.read()
+
+    def stderr(self):
+        with open(self.err_path, encoding="utf-8") as handle:
+            return handle.read()
+
+    def wait_output(self, text, timeout=4.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise AssertionError("no %r in the stand-in's output within %.1f s (rc=%s):\n%s\n%s"
+                             % (text, timeout, self.proc.poll(), self.output(), self.stderr()))
+
+    def wait_ready(self, timeout=4.0):
+        self.wait_output("The server is fired up and ready to roll!", timeout)
+        return self
+
+    def exit_code(self, timeout=4.0):
+        return self.proc.wait(timeout)
+
+    def request(self, path, body=None, headers=None, method=None, timeout=5.0):
+        """(status, parsed JSON or text, raw bytes)."""
+        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), data=data, method=method,
+                                     headers=dict({"Content-Type": "application/json"} if data else {},
+                                                  **(headers or {})))
+        try:
+            with NO_PROXY.open(req, timeout=timeout) as resp:
+                status, raw = resp.status, resp.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        try:
+            return status, json.loads(raw.decode()), raw
+        except ValueError:
+            return status, raw.decode(), raw
+
+    def stream(self, path, body, headers=None):
+        """The SSE events of a streaming request, with the time each one arrived."""
+        req = urllib.request.Request("http://127.0.0.1:%d%s" % (self.port, path), data=json.dumps(body).encode(),
+                                     headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+        events = []
+        with NO_PROXY.open(req, timeout=5) as resp:
+            assert resp.status == 200
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            for line in resp:
+                line = line.decode().rstrip("\n")
+                if line:
+                    assert line.startswith("data: "), line
+                    payload = line[len("data: "):]
+                    events.append((time.monotonic(), payload if payload == "[DONE]" else json.loads(payload)))
+        return events
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(3)
+        return self.proc.returncode if self.proc else None
+
+
+@pytest.fixture
+def standin(tmp_path):
+    """Makes stand-ins (not started); stops every one at the end."""
+    made = []
+
+    def make(config=None, args=(), **kwargs):
+        folder = tmp_path / ("s%d" % len(made))
+        folder.mkdir()
+        made.append(Standin(folder, config, args, **kwargs))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.stop()
+
+
+def generate(server, prompt, max_new_tokens=8, temperature=0, **extra):
+    body = dict({"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": temperature}},
+                **extra)
+    status, out, _ = server.request("/generate", body)
+    assert status == 200, out
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- life cycle
+
+def test_health_is_503_while_starting_then_200(standin):
+    server = standin({"startup_delay_s": 1.0}).start()
+    assert server.request("/health_generate")[0] == 503
+    assert server.request("/health")[0] == 503
+    assert server.request("/ready")[0] == 503
+    assert server.request("/generate", {"text": "x"})[0] == 503  # the "model" is still loading
+    assert server.request("/model_info")[0] == 200  # static info answers as soon as the port is bound
+    assert "fired up" not in server.output()
+    statuses = []
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        statuses.append(server.request("/health_generate")[0])
+        if statuses[-1] == 200:
+            break
+        time.sleep(0.1)
+    assert statuses[-1] == 200 and set(statuses) <= {503, 200}, statuses
+    assert server.request("/health")[0] == 200 and server.request("/ready")[0] == 200
+    out = server.output()
+    # the real warm-up (GET /model_info, POST /generate) precedes the ready line
+    assert out.index('"GET /model_info HTTP/1.1" 200 OK') < out.index('"POST /generate HTTP/1.1" 200 OK') \
+        < out.index("The server is fired up and ready to roll!")
+    assert server.stop() == 0
+
+
+def test_health_check_takes_the_configured_time(standin):
+    server = standin({"health_check_s": 0.3}).start().wait_ready()
+    start = time.monotonic()
+    assert server.request("/health_generate")[0] == 200
+    assert time.monotonic() - start >= 0.3
+
+
+def test_never_healthy(standin):
+    server = standin({"startup_delay_s": 0.2, "never_healthy": True}).start()
+    server.wait_output("never_healthy is set")
+    for _ in range(5):
+        assert server.request("/health_generate")[0] == 503
+        assert server.request("/health")[0] == 503
+        time.sleep(0.1)
+    assert server.request("/server_info")[0] == 200
+    assert "fired up" not in server.output()
+    assert server.proc.poll() is None
+
+
+def test_crash_after(standin):
+    server = standin({"crash_after_s": 0.5}).start()
+    assert server.exit_code(4) == 1
+    out = server.output()
+    assert re.search(STAMP % "" + r"Scheduler hit an exception: Traceback \(most recent call last\):", out), out
+    assert "RuntimeError: sglang STAND-IN: crash_after_s=0.5" in out
+    assert "fired up" in out and "SIGQUIT received. signum=3" in out  # it crashed after becoming ready
+
+
+def test_exit_on_start(standin):
+    server = standin({"exit_on_start": 3}).start(wait_for=None)
+    assert server.exit_code(4) == 3
+    out = server.output()
+    assert "Load weight begin" in out and "Scheduler hit an exception" in out
+    assert "Received sigquit from a child process. It usually means the child failed." in out
+    assert "Uvicorn running" not in out and "Load weight end" not in out
+
+
+def test_sigterm_exits_0_quickly(standin):
+    server = standin().start().wait_ready()
+    start = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    assert server.exit_code(3) == 0
+    assert time.monotonic() - start < 2
+    out = server.output()
+    assert "SIGTERM received. signum=15 frame=None. Draining requests and shutting down..." in out
+    assert out.rstrip().endswith("INFO:     Finished server process [%d]" % server.proc.pid)
+
+
+def test_says_it_is_a_stand_in(standin):
+    server = standin().start()
+    first = server.output().splitlines()[0]
+    assert re.match(STAMP % "" + "sglang STAND-IN: this is a stand-in for sglang.launch_server", first), first
+    assert "NOT SGLang" in first and server.config_path in first
+    proc = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True, check=False,
+                          env=dict(os.environ, SGLANG_STANDIN_CONFIG="/nonexistent"))
+    assert proc.returncode == 0 and "STAND-IN" in proc.stdout and "NOT SGLang" in proc.stdout
+    with open(SCRIPT, encoding="utf-8") as handle:
+        assert "STAND-IN" in handle.read(400)
+
+
+def test_uvicorn_and_sglang_line_formats(standin):
+    server = standin().start().wait_ready()
+    out = server.output()
+    assert re.search(STAMP % "" + r"INFO:     Started server process \[%d\]\n" % server.proc.pid, out)
+    assert re.search(STAMP % "" + r"INFO:     Uvicorn running on http://127\.0\.0\.1:%d \(Press CTRL\+C to quit\)"
+                     % server.port, out)
+    assert re.search(STAMP % "" + r"INFO:     127\.0\.0\.1:\d+ - \"POST /generate HTTP/1\.1\" 200 OK", out)
+    assert re.search(STAMP % "" + r"Load weight begin\. avail mem=\d+\.\d\d GB", out)
+    assert re.search(STAMP % "" + r"server_args=\{'model_path': '/srv/models/kimi-k2.5-standin'", out)
+
+
+# ------------------------------------------------------------------------------------------- fusion lines
+
+ENABLED = ("FlashInfer AllReduce Fusion enabled and workspace initialized: backend=trtllm, rank=%d, world_size=2, "
+           "max_token_num=2048, hidden_dim=7168")
+SKIPPED = ("FlashInfer workspace preflight probe failed (cuMulticastGetGranularity failed for FlashInfer workspace "
+           "preflight: CUresult.CUDA_ERROR_NOT_SUPPORTED). Skipping allreduce fusion.")
+VOTED = ("FlashInfer workspace preflight: cuMemCreate probe failed on at least one rank. Skipping allreduce fusion "
+         "to avoid cross-rank desync inside the flashinfer collective.")
+DISABLED = ("Failed to initialize FlashInfer workspace (backend=trtllm): CUDA error: peer access is not supported "
+            "between these two devices. Disabling flashinfer allreduce fusion permanently.")
+
+
+def fusion_lines(out):
+    return [line for line in out.splitlines() if "FlashInfer" in line and "server_args=" not in line]
+
+
+@pytest.mark.parametrize("variant, expected", [
+    (None, [(0, ENABLED % 0), (0, ENABLED % 0), (1, ENABLED % 1), (1, ENABLED % 1)]),  # two workspaces per rank
+    ("enabled", [(0, ENABLED % 0), (0, ENABLED % 0), (1, ENABLED % 1), (1, ENABLED % 1)]),
+    ("skipped", [(0, SKIPPED), (0, VOTED), (1, SKIPPED), (1, VOTED)]),
+    ("disabled", [(0, DISABLED), (1, DISABLED)]),
+    ("none", []),
+])
+def test_fusion_log_variants(standin, variant, expected):
+    server = standin({"fusion_log": variant} if variant else {}, ["--tp-size", "2"] + FUSION).start()
+    lines = fusion_lines(server.output())
+    print("\n".join(lines))
+    assert len(lines) == len(expected), lines
+    for line, (rank, text) in zip(lines, expected):
+        assert re.match(STAMP % (" TP%d" % rank) + re.escape(text) + "$", line), (line, text)
+    assert server.output().index("Load weight end") < server.output().index("Uvicorn running")
+
+
+def test_fusion_lines_need_a_flag_and_more_than_one_rank(standin):
+    assert fusion_lines(standin(args=["--tp-size", "2"]).start().output()) == []  # no flag: nothing
+    assert fusion_lines(standin(args=FUSION).start().output()) == []  # TP 1: world_size <= 1, nothing logged
+
+
+def test_fusion_deprecated_flag_and_custom_error(standin):
+    server = standin({"fusion_log": "skipped", "fusion_error": "boom"},
+                     ["--tp", "2", "--enable-flashinfer-allreduce-fusion"]).start()
+    out = server.output()
+    assert "--enable-flashinfer-allreduce-fusion is deprecated. Please use --flashinfer-allreduce-fusion-backend=auto " \
+           "instead." in out
+    assert "FlashInfer workspace preflight probe failed (boom). Skipping allreduce fusion." in out
+    assert server.request("/server_info")[1]["flashinfer_allreduce_fusion_backend"] == "auto"
+
+
+def test_fusion_refused_crashes_at_start(standin):
+    server = standin({"fusion_log": "refused"}, ["--tp-size", "2"] + FUSION).start(wait_for=None)
+    assert server.exit_code(4) == 1
+    out = server.output()
+    assert "ValueError: FlashInfer allreduce fusion requires SM90 or SM10X NVIDIA GPUs." in out
+    assert "Uvicorn running" not in out
+
+
+def test_fusion_trtllm_is_single_node_only(standin):
+    server = standin(args=["--tp-size", "4", "--nnodes", "2", "--node-rank", "0", "--dist-init-addr",
+                           "10.0.0.1:50000"] + FUSION).start(wait_for=None)
+    assert server.exit_code(4) == 1
+    assert "ValueError: FlashInfer allreduce fusion trtllm backend supports single-node only." in server.output()
+
+
+def test_second_node_serves_no_http(standin):
+    server = standin(args=["--tp-size", "4", "--nnodes", "2", "--node-rank", "1", "--dist-init-addr",
+                           "10.0.0.1:50000"]).start(wait_for="no HTTP server on this node")
+    out = server.output()
+    assert re.search(STAMP % " TP2" + "Load weight begin", out) and " TP0]" not in out
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=0.5)
+    assert server.stop() == 0
+
+
+# ---------------------------------------------------------------------------------------------- info APIs
+
+EAGLE = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/srv/models/draft",
+         "--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]
+
+
+def test_server_info_reports_the_flags(standin):
+    args = ["--tp", "2", "--served-model-name", "kimi", "--mem-fraction-static", "0.85", "--cuda-graph-max-bs-decode",
+            "16", "--trust-remote-code", "--enable-metrics", "--nnodes", "1", "--node-rank", "0"] + EAGLE + FUSION
+    server = standin({"accept_length": 2.5}, args).start().wait_ready()
+    generate(server, "a long enough answer", max_new_tokens=100)  # 40 verify steps of 2.5 tokens
+    for path in ("/server_info", "/get_server_info"):
+        status, info, _ = server.request(path)
+        assert status == 200
+        expected = {"tp_size": 2, "model_path": "/srv/models/kimi-k2.5-standin", "served_model_name": "kimi",
+                    "mem_fraction_static": 0.85, "cuda_graph_max_bs_decode": 16, "trust_remote_code": True,
+                    "enable_metrics": True, "nnodes": 1, "node_rank": 0, "port": server.port,
+                    "host": "127.0.0.1", "speculative_algorithm": "EAGLE3",
+                    "speculative_draft_model_path": "/srv/models/draft", "speculative_num_steps": 3,
+                    "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4,
+                    "flashinfer_allreduce_fusion_backend": "trtllm", "api_key": None, "frontend": "python"}
+        assert {key: info.get(key) for key in expected} == expected
+        assert info["version"] and info["launch_command"].endswith(" ".join(server.args))
+        assert "STAND-IN" in info["standin"]
+        state = info["internal_states"][0]
+        # the warm-up request (8 tokens in 4 steps: the last one is cut short) and the 100-token one
+        assert state["avg_spec_accept_length"] == pytest.approx(108 / 44.0)
+    assert "Endpoint '/get_server_info' is deprecated" in server.output()
+
+
+def test_speculative_defaults_when_unset(standin):
+    server = standin(args=["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/d"]).start()
+    info = server.request("/server_info")[1]
+    assert (info["speculative_num_steps"], info["speculative_eagle_topk"], info["speculative_num_draft_tokens"]) \
+        == (3, 1, 4)
+    plain = standin().start().request("/server_info")[1]
+    assert plain["speculative_algorithm"] is None and "avg_spec_accept_length" not in plain["internal_states"][0]
+
+
+def test_model_info_and_models(standin):
+    server = standin(args=["--served-model-name", "kimi"]).start()
+    for path in ("/model_info", "/get_model_info"):
+        status, info, _ = server.request(path)
+        assert status == 200 and info["model_path"] == "/srv/models/kimi-k2.5-standin"
+        assert info["served_model_name"] == "kimi" and info["is_generation"] is True
+    status, models, _ = server.request("/v1/models")
+    assert status == 200 and models["object"] == "list"
+    assert [(m["id"], m["owned_by"], m["object"]) for m in models["data"]] == [("kimi", "sglang", "model")]
+    assert server.request("/v1/models/kimi")[0] == 200 and server.request("/v1/models/other")[0] == 404
+    assert server.request("/nope")[0] == 404 and server.request("/generate")[0] == 405
+
+
+def test_model_config_json_is_read_when_present(standin, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["KimiK25ForConditionalGeneration"],
+                                                   "model_type": "kimi_k25", "text_config": {"hidden_size": 4096}}))
+    server = standin({"fusion_log": "enabled"}, ["--tp-size", "2"] + FUSION, model=str(model)).start()
+    assert "hidden_dim=4096" in server.output() and "type=KimiK25ForConditionalGeneration" in server.output()
+    assert server.request("/model_info")[1]["architectures"] == ["KimiK25ForConditionalGeneration"]
+
+
+def test_metrics_only_with_the_flag(standin):
+    assert standin().start().request("/metrics")[0] == 404
+    server = standin(args=["--enable-metrics"]).start().wait_ready()
+    status, text, _ = server.request("/metrics")
+    assert status == 200 and "sglang:generation_tokens_total{" in text
+
+
+# --------------------------------------------------------------------------------------------- generation
+
+def test_generate_non_stream(standin):
+    server = standin(args=EAGLE).start().wait_ready()
+    out = generate(server, "The capital of France is", max_new_tokens=12)
+    assert set(out) == {"text", "output_ids", "meta_info"}
+    meta = out["meta_info"]
+    assert meta["completion_tokens"] == 12 == len(out["output_ids"]) and meta["prompt_tokens"] == 5
+    assert meta["finish_reason"] == {"type": "length", "length": 12}
+    assert meta["e2e_latency"] > 0 and meta["spec_verify_ct"] == 6 and meta["spec_accept_length"] == 2.0
+    assert meta["spec_num_proposed_drafts"] == 18 and meta["spec_num_correct_drafts"] == 6
+    assert out["text"].strip()
+    ids = server.request("/generate", {"input_ids": [1, 2, 3], "sampling_params": {"max_new_tokens": 3}})[1]
+    assert ids["meta_info"]["prompt_tokens"] == 3 and ids["meta_info"]["completion_tokens"] == 3
+    batch = server.request("/generate", {"text": ["a", "b c"], "sampling_params": {"max_new_tokens": 2}})[1]
+    assert [b["meta_info"]["prompt_tokens"] for b in batch] == [1, 2]
+    assert server.request("/generate", {"sampling_params": {}})[0] == 400
+    assert server.request("/generate", b"{not json")[0] == 400
+
+
+def test_generate_stop_string(standin):
+    server = standin().start().wait_ready()
+    text = generate(server, "stop test", max_new_tokens=20)["text"]
+    word = text.split()[3]
+    out = server.request("/generate", {"text": "stop test", "sampling_params": {
+        "max_new_tokens": 20, "temperature": 0, "stop": [word]}})[1]
+    assert out["meta_info"]["finish_reason"] == {"type": "stop", "matched": word}
+    assert word not in out["text"] and text.startswith(out["text"])
+
+
+def test_generate_stream(standin):
+    server = standin(args=EAGLE).start().wait_ready()
+    events = server.stream("/generate", {"text": "Stream me", "stream": True,
+                                         "sampling_params": {"max_new_tokens": 9, "temperature": 0}})
+    assert events[-1][1] == "[DONE]"
+    chunks = [payload for _, payload in events[:-1]]
+    assert len(chunks) == 5  # accept length 2: 2+2+2+2+1 tokens per verify step
+    counts = [c["meta_info"]["completion_tokens"] for c in chunks]
+    assert counts == [2, 4, 6, 8, 9]
+    assert all(c["meta_info"]["finish_reason"] is None for c in chunks[:-1])
+    assert chunks[-1]["meta_info"]["finish_reason"] == {"type": "length", "length": 9}
+    assert "e2e_latency" in chunks[-1]["meta_info"] and "e2e_latency" not in chunks[0]["meta_info"]
+    for before, after in zip(chunks, chunks[1:]):  # cumulative text, as without --incremental-streaming-output
+        assert after["text"].startswith(before["text"])
+    assert chunks[-1]["text"] == generate(server, "Stream me", max_new_tokens=9)["text"]
+
+
+def test_v1_completions(standin):
+    server = standin(args=["--served-model-name", "kimi"]).start().wait_ready()
+    status, out, _ = server.request("/v1/completions", {"model": "kimi", "prompt": "Say hi", "max_tokens": 7,
+                                                        "temperature": 0})
+    assert status == 200, out
+    assert out["object"] == "text_completion" and out["model"] == "kimi"
+    choice = out["choices"][0]
+    assert choice["index"] == 0 and choice["finish_reason"] == "length" and choice["matched_stop"] is None
+    assert out["usage"]["completion_tokens"] == 7 and out["usage"]["prompt_tokens"] == 2
+    assert out["usage"]["total_tokens"] == 9 and out["metadata"] == {"weight_version": "default"}
+    assert choice["text"] == generate(server, "Say hi", max_new_tokens=7)["text"]  # same model, same greedy text
+    default = server.request("/v1/completions", {"prompt": "Say hi", "temperature": 0})[1]
+    assert default["usage"]["completion_tokens"] == 16  # OpenAI's default max_tokens
+    events = server.stream("/v1/completions", {"model": "kimi", "prompt": "Say hi", "max_tokens": 7, "temperature": 0,
+                                               "stream": True, "stream_options": {"include_usage": True}})
+    assert events[-1][1] == "[DONE]"
+    chunks = [payload for _, payload in events[:-1]]
+    assert "".join(c["choices"][0]["text"] for c in chunks[:-1]) == choice["text"]  # deltas
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length" and chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"]["completion_tokens"] == 7
+    status, bad, _ = server.request("/v1/completions", b'{"prompt": "x"}', headers={"Content-Type": "text/plain"})
+    assert status == 400 and bad["object"] == "error"
+
+
+def test_v1_chat_completions(standin):
+    server = standin().start().wait_ready()
+    status, out, _ = server.request("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                                             "max_tokens": 4, "temperature": 0})
+    assert status == 200 and out["object"] == "chat.completion"
+    assert out["choices"][0]["message"]["role"] == "assistant" and out["usage"]["completion_tokens"] == 4
+    events = server.stream("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                                    "max_tokens": 4, "temperature": 0, "stream": True})
+    text = "".join(p["choices"][0]["delta"].get("content", "") for _, p in events[:-1])
+    assert text == out["choices"][0]["message"]["content"]
+
+
+def test_throughput_matches_tokens_per_s(standin):
+    rate, tokens = 200.0, 150
+    server = standin({"tokens_per_s": rate}).start().wait_ready()
+    start = time.monotonic()
+    out = generate(server, "measure", max_new_tokens=tokens)
+    elapsed = time.monotonic() - start
+    measured = out["meta_info"]["completion_tokens"] / elapsed
+    events = server.stream("/generate", {"text": "measure", "stream": True,
+                                         "sampling_params": {"max_new_tokens": tokens, "temperature": 0}})
+    gaps = [b[0] - a[0] for a, b in zip(events[:-2], events[1:-1])]
+    itl = sum(gaps) / len(gaps)
+    print("\nconfigured %.0f tok/s; non-stream: %d tokens in %.3f s = %.1f tok/s; stream: mean inter-token "
+          "%.2f ms = %.1f tok/s" % (rate, tokens, elapsed, measured, itl * 1000, 1 / itl))
+    assert 0.75 * rate < measured <= 1.05 * rate
+    assert 0.75 * rate < 1 / itl < 1.25 * rate
+
+
+def test_speculative_chunks_keep_the_rate(standin):
+    rate = 200.0
+    server = standin({"tokens_per_s": rate, "accept_length": 3.0}, EAGLE).start().wait_ready()
+    start = time.monotonic()
+    out = generate(server, "measure", max_new_tokens=90)
+    measured = 90 / (time.monotonic() - start)
+    print("\nEAGLE3 accept length 3: %.1f tok/s (configured %.0f), verify steps %d"
+          % (measured, rate, out["meta_info"]["spec_verify_ct"]))
+    assert out["meta_info"]["spec_verify_ct"] == 30 and 0.75 * rate < measured <= 1.05 * rate
+
+
+def test_noise_is_bounded(standin):
+    rate = 400.0
+    server = standin({"tokens_per_s": rate, "noise_pct": 20, "seed": 7}).start().wait_ready()
+    rates = []
+    for _ in range(4):
+        start = time.monotonic()
+        generate(server, "noise", max_new_tokens=60)
+        rates.append(60 / (time.monotonic() - start))
+    print("\nnoise_pct 20 around %.0f tok/s: %s" % (rate, ", ".join("%.0f" % r for r in rates)))
+    assert all(0.65 * rate < r < 1.25 * rate for r in rates)
+    assert max(rates) - min(rates) > 0.02 * rate  # it does vary
+
+
+def test_greedy_output_is_deterministic(standin):
+    first = standin().start().wait_ready()
+    again = standin().start().wait_ready()
+    a = generate(first, "What is 2+2?", max_new_tokens=16)["text"]
+    assert generate(first, "What is 2+2?", max_new_tokens=16)["text"] == a
+    assert generate(again, "What is 2+2?", max_new_tokens=16)["text"] == a  # across restarts too
+    assert generate(first, "What is 2+3?", max_new_tokens=16)["text"] != a
+    assert a.startswith(generate(first, "What is 2+2?", max_new_tokens=5)["text"])  # a prefix of a longer answer
+    sampled = {generate(first, "What is 2+2?", max_new_tokens=16, temperature=0.8)["text"] for _ in range(3)}
+    assert len(sampled) > 1
+
+
+def test_wrong_output_differs(standin):
+    right = standin().start()
+    wrong = standin({"wrong_output": True}).start()
+    right.wait_ready()
+    wrong.wait_ready()
+    good = generate(right, "What is 2+2?", max_new_tokens=16)
+    bad = generate(wrong, "What is 2+2?", max_new_tokens=16)
+    print("\nright: %r\nwrong: %r" % (good["text"], bad["text"]))
+    assert bad["text"] != good["text"] and bad["output_ids"] != good["output_ids"]
+    assert generate(wrong, "What is 2+2?", max_new_tokens=16)["text"] == bad["text"]  # deterministic garbage
+    assert bad["meta_info"]["completion_tokens"] == 16
+
+
+# ------------------------------------------------------------------------------------------------ API key
+
+def test_api_key(standin):
+    server = standin(args=["--api-key", "s3cret"]).start().wait_ready()
+    for path in ("/generate", "/v1/completions"):
+        status, body, _ = server.request(path, {"text": "x", "prompt": "x"})
+        assert (status, body) == (401, {"error": "Unauthorized"})
+    assert server.request("/server_info")[0] == 401 and server.request("/model_info")[0] == 401
+    assert server.request("/v1/models", headers={"Authorization": "Bearer wrong"})[0] == 401
+    assert server.request("/v1/models", headers={"Authorization": "Basic s3cret"})[0] == 401
+    good = {"Authorization": "Bearer s3cret"}
+    assert server.request("/v1/models", headers=good)[0] == 200
+    assert server.request("/generate", {"text": "x", "sampling_params": {"max_new_tokens": 2}}, headers=good)[0] == 200
+    # health and readiness stay open, as in sglang/srt/utils/auth.py (probes carry no secret)
+    assert server.request("/health")[0] == 200 and server.request("/health_generate")[0] == 200
+    assert server.request("/ready")[0] == 200
+    assert "s3cret" not in server.output().split("server_args=")[0]
+
+
+# ---------------------------------------------------------------------------------------------------- flags
+
+def run_flags(args, env=None, interpreter=(sys.executable,)):
+    base = dict(os.environ, SGLANG_STANDIN_CONFIG="/nonexistent/config.json")
+    base.pop("SGLANG_STANDIN_CLI_ARGS", None)
+    return subprocess.run(list(interpreter) + [SCRIPT] + list(args), capture_output=True, text=True, check=False,
+                          env=dict(base, **(env or {})), timeout=10)
+
+
+def test_unknown_flag_exits_2(standin):
+    proc = run_flags(["--model-path", "/m", "--no-such-flag", "1"])
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == "sglang serve: error: unrecognized arguments: --no-such-flag 1"
+    proc = run_flags(["--model-path", "/m", "--cuda-graph-max-bs", "8"])  # gone in 0.5.21: only -decode/-prefill
+    assert proc.returncode == 2
+    assert "ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, " \
+           "--cuda-graph-max-bs-prefill" in proc.stderr
+    proc = run_flags(["--model-path", "/m", "--flashinfer-allreduce-fusion-backend", "nccl"])
+    assert proc.returncode == 2 and "invalid choice: 'nccl'" in proc.stderr
+    assert run_flags(["--tp-size", "2"]).returncode == 2  # --model-path is required
+
+
+def test_bad_config_exits_78(standin, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"tokens_per_second": 5}))
+    proc = run_flags(["--model-path", "/m"], env={"SGLANG_STANDIN_CONFIG": str(path)})
+    assert proc.returncode == 78 and "unknown key(s) tokens_per_second" in proc.stderr
+    path.write_text(json.dumps({"fusion_log": "maybe"}))
+    assert run_flags(["--model-path", "/m"], env={"SGLANG_STANDIN_CONFIG": str(path)}).returncode == 78
+
+
+@pytest.fixture
+def sglang_0521_site(tmp_path):
+    """A site-packages with sglang 0.5.21's argument definitions (from the cached wheel), nothing else."""
+    if not os.path.isfile(WHEEL_0521):
+        pytest.skip("no cached %s (the integration tests download it)" % WHEEL_0521)
+    site = tmp_path / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    with zipfile.ZipFile(WHEEL_0521) as wheel:
+        for name in wheel.namelist():
+            if name == "sglang/srt/server_args.py" or name.startswith("sglang/srt/arg_groups/") \
+                    or name == "sglang-0.5.21.dist-info/METADATA":
+                wheel.extract(name, str(site))
+    return str(site)
+
+
+def test_flags_checked_with_the_installed_sglang(standin, sglang_0521_site):
+    env = {"PYTHONPATH": sglang_0521_site, "SGLANG_STANDIN_CLI_ARGS": MODULE_UTILS}
+    proc = run_flags(["--model-path", "/m", "--no-such-flag", "1"], env)
+    assert proc.returncode == 2
+    assert "sglang serve: error: unknown flag --no-such-flag" in proc.stderr and "sglang 0.5.21" in proc.stderr
+    proc = run_flags(["--model-path", "/m", "--cuda-graph-max-bs", "8"], env)
+    assert proc.returncode == 2 and "ambiguous abbreviation of --cuda-graph-max-bs-decode" in proc.stderr
+    server = standin(args=["--tp", "2", "--cuda-graph-max-bs-decode", "8", "--enable-mixed-chunk"] + FUSION,
+                     env=env).start()
+    assert "Flags checked with SGLang 0.5.21's own flag definitions" in server.output()
+    info = server.request("/server_info")[1]
+    assert info["tp_size"] == 2 and info["cuda_graph_max_bs_decode"] == 8  # --tp: an abbreviation argparse takes
+    assert info["enable_mixed_chunk"] is True and info["version"] == "0.5.21"
+
+
+def test_flags_checked_without_ansible_like_the_lab(standin, sglang_0521_site, tmp_path):
+    """The lab copies sglang_cli_args.py alone next to the stand-in, and its venv has no Ansible."""
+    lone = tmp_path / "opt-sglang-standin"
+    lone.mkdir()
+    shutil.copy(os.path.join(MODULE_UTILS, "sglang_cli_args.py"), str(lone))
+    env = {"PYTHONPATH": sglang_0521_site, "SGLANG_STANDIN_CLI_ARGS": str(lone)}
+    proc = run_flags(["--model-path", "/m", "--no-such-flag"], env, interpreter=(sys.executable, "-S"))
+    assert proc.returncode == 2 and "sglang 0.5.21" in proc.stderr, proc.stderr
+    server = standin(args=["--tp", "2"], env=env, interpreter=(sys.executable, "-S")).start()
+    assert "Flags checked with SGLang 0.5.21's own flag definitions" in server.output()
+
+
+def test_falls_back_to_its_own_list_when_the_helper_is_unusable(standin, tmp_path):
+    server = standin(env={"SGLANG_STANDIN_CLI_ARGS": str(tmp_path / "nothing-here")}).start()
+    assert "Flags checked with the stand-in's own list of sglang 0.5.21 flags (no sglang_cli_args.py in" \
+        in server.output()
+    no_sglang = standin(env={"SGLANG_STANDIN_CLI_ARGS": MODULE_UTILS}).start()  # helper present, sglang absent
+    assert "sglang_cli_args.known_flags(" in no_sglang.output() and "failed" in no_sglang.output()

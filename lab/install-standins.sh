@@ -9,7 +9,14 @@ set -euo pipefail
 host=${1:?usage: $0 HOST}
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
-install -d "$stage/opt/sglang-standin" "$stage/srv/models" "$stage/etc/sglang-standin"
+install -d "$stage/opt/sglang-standin" "$stage/srv/models" "$stage/etc/sglang-standin" \
+  "$stage/etc/fusion-canary-replay" "$stage/usr/local/bin"
+# The fusion canary's stand-in replays results the real canary recorded on 2x H200 (pass, and a corrupted rank).
+install -m 0755 "$LAB_DIR/standins/fusion-canary-replay" "$stage/usr/local/bin/"
+install -m 0644 "$LAB_ROOT/tests/fixtures/device/h200x2_fusion_canary.json" "$stage/etc/fusion-canary-replay/pass.json"
+python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["results"]["canary_corrupt"], indent=1))' \
+  "$LAB_ROOT/tests/fixtures/device/h200x2_fusion_probes.json" > "$stage/etc/fusion-canary-replay/fail.json"
+echo pass > "$stage/etc/fusion-canary-replay/mode"
 install -m 0755 "$LAB_DIR/standins/sglang_server_standin.py" "$stage/opt/sglang-standin/"
 install -m 0644 "$LAB_ROOT/module_utils/sglang_cli_args.py" "$stage/opt/sglang-standin/"
 cp -R "$LAB_DIR/models/kimi-k2.5-standin" "$LAB_DIR/models/kimi-k2.5-eagle3-standin" "$stage/srv/models/"
@@ -18,6 +25,8 @@ printf '{"startup_delay_s": %s}\n' "${LAB_STANDIN_STARTUP_DELAY_S:-3}" > "$stage
 printf 'SGLANG_STANDIN_CLI_ARGS=/opt/sglang-standin\nSGLANG_STANDIN_CONFIG=/etc/sglang-standin/config.json\n' \
   > "$stage/etc/sglang-standin/standin.env"
 chmod -R u=rwX,go=rX "$stage/etc/sglang-standin"
-tar -C "$stage" --owner=0 --group=0 --numeric-owner -c opt/sglang-standin srv/models etc/sglang-standin |
+chmod -R u=rwX,go=rX "$stage/etc/fusion-canary-replay"
+tar -C "$stage" --owner=0 --group=0 --numeric-owner -c opt/sglang-standin srv/models etc/sglang-standin \
+  etc/fusion-canary-replay usr/local/bin/fusion-canary-replay |
   podman cp - "$host:/"
 echo "lab: $host has the SGLang stand-in server and stand-in models"

@@ -23,12 +23,15 @@ def _comment(text, prefix="# "):
 
 def hook_module(settings, env_file):
     lines = ['"""%s"""\n' % HEADER, "# The same values are in %s (the server unit's EnvironmentFile).\n" % env_file,
+             "# SGLANG_NCCL_ENV_DISABLE=1 skips them (the all-reduce microbenchmark measures NCCL's defaults so).\n",
              "import os\n"]
     if not settings:
         lines.append("# No NCCL settings: NCCL's defaults apply.\n")
+    if settings:
+        lines.append("\nif os.environ.get(\"SGLANG_NCCL_ENV_DISABLE\") != \"1\":\n")
     for name in sorted(settings):
-        lines.append("\n" + _comment(settings[name]["reason"]))
-        lines.append("os.environ.setdefault(%s, %s)\n" % (json.dumps(name), json.dumps(settings[name]["value"])))
+        lines.append(_comment(settings[name]["reason"], prefix="    # "))
+        lines.append("    os.environ.setdefault(%s, %s)\n" % (json.dumps(name), json.dumps(settings[name]["value"])))
     return "".join(lines).encode("utf-8")
 
 

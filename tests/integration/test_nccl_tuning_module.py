@@ -48,6 +48,7 @@ def test_deliver_verify_rerun_and_remove(venv, args):
     assert applied["sglang_overrides"]["CUDA_DEVICE_MAX_CONNECTIONS"] == "always"  # read from 0.5.21's engine.py
     assert seen_by_venv(venv) == {"NCCL_DEBUG": "WARN", "NCCL_P2P_LEVEL": "PHB"}
     assert seen_by_venv(venv, NCCL_DEBUG="INFO")["NCCL_DEBUG"] == "INFO"  # an explicit environment wins
+    assert seen_by_venv(venv, SGLANG_NCCL_ENV_DISABLE="1") == {}  # how the microbenchmark measures NCCL defaults
     env_text = open(args["env_file"]).read()
     assert "NCCL_P2P_LEVEL=PHB" in env_text and "# see init problems\nNCCL_DEBUG=WARN" in env_text
     assert "shared memory" in env_text  # the profile's reason travels with its value

@@ -10,6 +10,7 @@ echo "== ansible-doc"
 ansible-doc -M library sglang_fusion_patch > /dev/null
 ansible-doc -M library nvidia_gpu_facts > /dev/null
 ansible-doc -M library sglang_nccl_settings > /dev/null
+ansible-doc -M library sglang_benchmark_gate > /dev/null
 
 echo "== syntax checks"
 for playbook in deploy.yml playbooks/*.yml; do
@@ -18,6 +19,9 @@ done
 
 echo "== ansible-lint (production profile)"
 ansible-lint
+
+echo "== benchmark client venv (SGLang's real client, for the benchmark gate tests)"
+./scripts/bench-client.sh
 
 echo "== pytest"
 python -m pytest "$@"

@@ -64,6 +64,9 @@ CONFIG_DEFAULTS = {
     "fusion_log": None,  # enabled | skipped | disabled | refused | none; None: enabled when a fusion flag is given
     "fusion_error": None,  # the exception text in the skipped/disabled lines; None: a default per variant
     "tokens_per_s": 100.0,  # output tokens per second of one request, as a client measures it
+    # the same without speculative decoding (a server started with no draft model); None: tokens_per_s
+    "plain_tokens_per_s": None,
+    "error_pct": 0.0,  # this share of /generate requests fails with HTTP 500 (evenly spread, deterministic)
     "accept_length": 2.0,  # tokens per verify step with speculative decoding (reported, and the chunking)
     "noise_pct": 0.0,  # each request's speed drawn uniformly within +-noise_pct % (seeded)
     "wrong_output": False,  # completions are deterministic garbage (a broken kernel that stays fast)
@@ -153,11 +156,17 @@ def load_config():
         raise ConfigError("%s: unknown key(s) %s; known: %s" % (path, ", ".join(unknown), ", ".join(CONFIG_DEFAULTS)))
     cfg.update(data)
     number = (int, float)
-    for key in ("startup_delay_s", "tokens_per_s", "accept_length", "noise_pct", "health_check_s"):
+    for key in ("startup_delay_s", "tokens_per_s", "accept_length", "noise_pct", "health_check_s", "error_pct"):
         if isinstance(cfg[key], bool) or not isinstance(cfg[key], number) or cfg[key] < 0:
             raise ConfigError("%s: %s must be a number >= 0, not %r" % (path, key, cfg[key]))
     if cfg["tokens_per_s"] <= 0:
         raise ConfigError("%s: tokens_per_s must be > 0" % path)
+    if cfg["plain_tokens_per_s"] is not None and (isinstance(cfg["plain_tokens_per_s"], bool)
+                                                  or not isinstance(cfg["plain_tokens_per_s"], number)
+                                                  or cfg["plain_tokens_per_s"] <= 0):
+        raise ConfigError("%s: plain_tokens_per_s must be null or a number > 0" % path)
+    if cfg["error_pct"] > 100:
+        raise ConfigError("%s: error_pct must be <= 100" % path)
     if cfg["accept_length"] < 1:
         raise ConfigError("%s: accept_length must be >= 1 (it counts the bonus token)" % path)
     if cfg["noise_pct"] >= 100:
@@ -481,6 +490,7 @@ class Server(object):
             self.fusion_backend = None
         self.max_total_num_tokens = 1000000
         self.max_running_requests = args.max_running_requests or 2048
+        self.generate_calls = 0
         self.stats = {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0, "spec_forward_ct": 0,
                       "spec_accept_tokens": 0, "last_gen_throughput": 0.0, "running": 0}
         self.server_args = self._server_args(extra)
@@ -548,10 +558,20 @@ class Server(object):
 
     def speed(self):
         rate = float(self.cfg["tokens_per_s"])
+        if not self.speculative and self.cfg["plain_tokens_per_s"] is not None:
+            rate = float(self.cfg["plain_tokens_per_s"])
         if self.cfg["noise_pct"]:
             with self.lock:
                 rate *= 1.0 + self.rng.uniform(-1.0, 1.0) * self.cfg["noise_pct"] / 100.0
         return rate
+
+    def injected_failure(self):
+        """True for error_pct % of /generate calls, spread evenly: call k fails when floor(k*pct/100) steps up."""
+        pct = float(self.cfg["error_pct"])
+        with self.lock:
+            self.generate_calls += 1
+            k = self.generate_calls
+        return pct > 0 and math.floor(k * pct / 100.0 + 1e-9) > math.floor((k - 1) * pct / 100.0 + 1e-9)
 
     def steps(self, n):
         """Tokens per forward step: 1 without speculation, else accept_length on average (bonus token included)."""
@@ -1078,6 +1098,8 @@ class Handler(BaseHTTPRequestHandler):
         params = body.get("sampling_params") or {}
         if not isinstance(params, dict):
             return self._send(400, {"error": {"message": "sampling_params must be an object"}})
+        if not self._warmup_request() and self.standin.injected_failure():
+            return self._send(500, {"error": {"message": "sglang STAND-IN: injected failure (error_pct)"}})
         try:
             gens = [Generation(self.standin, p, params, body.get("rid") if not batch else None)
                     for p in (prompts if batch else [prompts])]

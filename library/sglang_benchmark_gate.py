@@ -1,0 +1,249 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible shell around module_utils/bench_gate.py and module_utils/bench_report.py (runs on the controller)."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_benchmark_gate
+short_description: Judge one SGLang benchmark measurement against a baseline and write the artifacts
+version_added: "0.1.0"
+description:
+  - Reads what C(roles/sglang_benchmark/files/bench_runner.py) measured on one host (SGLang's own benchmark client
+    result lines and greedy completions of a fixed prompt set) and decides whether the deployment may stay.
+  - A run counts only when every request completed (C(completed == num_prompts)); the gate uses the median output
+    tok/s of the counted runs at O(gate_concurrency) and passes when it is at least baseline x (1 + O(margin_pct)/100),
+    every run counted, and the completions match the recorded baseline's (token match rate >= O(min_match_rate)).
+  - Writes, on the controller, one JSON per run, a history line, a Markdown summary and a PNG chart of the history
+    under O(results_dir)/<host>/ (artifacts only: reported as not changed). With O(record_baseline) it writes the
+    baseline file (throughput and completions) from this measurement instead of judging.
+  - Never fails on a failed gate (the playbook decides, after rollback); fails on unusable inputs.
+author:
+  - sglang-sm120-deploy contributors
+options:
+  host:
+    description: The host measured (names its artifact folder).
+    type: str
+    required: true
+  measurement:
+    description: The JSON object bench_runner.py printed.
+    type: dict
+    required: true
+  baseline_mode:
+    description:
+      - C(static) compares with O(baseline_tok_s); C(file) and C(ab) with the median recorded in O(baseline_file).
+      - Correctness always compares with the completions in O(baseline_file).
+    type: str
+    choices: [static, file, ab]
+    default: file
+  baseline_tok_s:
+    description: The static baseline (the seeds measured 82-90 tok/s without speculation).
+    type: float
+  baseline_file:
+    description: Path on the controller of this host's recorded baseline (JSON).
+    type: path
+    required: true
+  record_baseline:
+    description: Write O(baseline_file) from this measurement (all runs must count) and do not judge.
+    type: bool
+    default: false
+  margin_pct:
+    description: Required gain over the baseline, in percent (may be negative to tolerate a loss).
+    type: float
+    default: 5.0
+  gate_concurrency:
+    description: The concurrency whose median is gated.
+    type: int
+    default: 1
+  correctness:
+    description: Compare greedy completions with the baseline's.
+    type: bool
+    default: true
+  min_match_rate:
+    description: Lowest token match rate (0..1) of the greedy completions that passes.
+    type: float
+    default: 0.75
+  results_dir:
+    description: Controller folder for the artifacts (relative paths resolve from the working directory).
+    type: path
+    required: true
+  context:
+    description: Facts recorded with the run (venv, lock, patch state, rollback outcome...).
+    type: dict
+    default: {}
+"""
+
+EXAMPLES = r"""
+- name: Judge the measurement
+  sglang_benchmark_gate:
+    host: "{{ inventory_hostname }}"
+    measurement: "{{ __sglang_benchmark_measured.stdout | from_json }}"
+    baseline_mode: static
+    baseline_tok_s: 82
+    baseline_file: reports/benchmark/baselines/{{ inventory_hostname }}.json
+    results_dir: reports/benchmark
+  delegate_to: localhost
+  register: gate
+"""
+
+RETURN = r"""
+passed:
+  description: The verdict (also true after O(record_baseline)).
+  returned: always
+  type: bool
+message:
+  description: The verdict with every number it used.
+  returned: always
+  type: str
+failures:
+  description: One line per failed check (incomplete, throughput, correctness).
+  returned: always
+  type: list
+  elements: str
+verdict:
+  description: median_tok_s, bar_tok_s, baseline_tok_s, margin_pct, gate_concurrency.
+  returned: unless record_baseline
+  type: dict
+summary:
+  description: Per concurrency, counted runs, median/min/max/spread of output tok/s, TTFT, TPOT, accept length.
+  returned: always
+  type: dict
+correctness:
+  description: match_rate and per-prompt rows, when checked.
+  returned: when correctness is on and not record_baseline
+  type: dict
+artifacts:
+  description: Paths of the run JSON, history, summary and chart (or the baseline file when recording).
+  returned: always
+  type: dict
+"""
+
+import datetime
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import atomic_files
+from ansible.module_utils import bench_gate
+from ansible.module_utils import bench_report
+
+
+def _load_baseline(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise bench_gate.GateInputError("cannot read the baseline file %s: %s" % (path, exc))
+
+
+def _record(module, p, measurement, summary, num_prompts):
+    stats = summary.get(p["gate_concurrency"])
+    if stats is None or stats["counted"] != stats["runs"] or stats["median_output_tok_s"] is None:
+        problems = stats["problems"] if stats else ["no runs at concurrency %d" % p["gate_concurrency"]]
+        module.fail_json(msg="%s: cannot record a baseline from an incomplete measurement: %s"
+                         % (p["host"], "; ".join(problems) or "no counted run"), summary=summary)
+    broken = [c for c in measurement.get("completions", []) if c.get("error")]
+    if p["correctness"] and (broken or not measurement.get("completions")):
+        module.fail_json(msg="%s: cannot record baseline completions: %s"
+                         % (p["host"], "; ".join(c["error"] for c in broken) or "none were measured"))
+    baseline = {"host": p["host"], "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                "median_output_tok_s": stats["median_output_tok_s"], "summary": summary,
+                "settings": bench_gate.comparable_settings(measurement["settings"]),
+                "server": measurement.get("server", {}), "client": measurement.get("client", {}),
+                "completions": measurement.get("completions", []), "context": p["context"]}
+    os.makedirs(os.path.dirname(os.path.abspath(p["baseline_file"])), exist_ok=True)
+    atomic_files.write_atomic(p["baseline_file"], (json.dumps(baseline, indent=1, sort_keys=True) + "\n").encode())
+    module.exit_json(changed=True, passed=True, failures=[], summary=summary,
+                     artifacts={"baseline": p["baseline_file"]},
+                     message="%s: baseline recorded: median %.1f tok/s at concurrency %d, %d completions, in %s"
+                     % (p["host"], stats["median_output_tok_s"], p["gate_concurrency"],
+                        len(baseline["completions"]), p["baseline_file"]))
+
+
+def _baseline_number(p, baseline):
+    if p["baseline_mode"] == "static":
+        if p["baseline_tok_s"] is None or p["baseline_tok_s"] <= 0:
+            raise bench_gate.GateInputError("baseline_mode static needs baseline_tok_s > 0")
+        return p["baseline_tok_s"], "static"
+    if baseline is None:
+        raise bench_gate.GateInputError("no recorded baseline at %s (baseline_mode %s)"
+                                        % (p["baseline_file"], p["baseline_mode"]))
+    return float(baseline["median_output_tok_s"]), "%s, recorded %s" % (p["baseline_mode"], baseline["recorded_at"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            host=dict(type="str", required=True),
+            measurement=dict(type="dict", required=True),
+            baseline_mode=dict(type="str", default="file", choices=["static", "file", "ab"]),
+            baseline_tok_s=dict(type="float"),
+            baseline_file=dict(type="path", required=True),
+            record_baseline=dict(type="bool", default=False),
+            margin_pct=dict(type="float", default=5.0),
+            gate_concurrency=dict(type="int", default=1),
+            correctness=dict(type="bool", default=True),
+            min_match_rate=dict(type="float", default=0.75),
+            results_dir=dict(type="path", required=True),
+            context=dict(type="dict", default={}),
+        ),
+        supports_check_mode=False,
+    )
+    p = module.params
+    measurement = p["measurement"]
+    try:
+        num_prompts = int(measurement["settings"]["num_prompts"])
+        summary = bench_gate.summarize(measurement.get("runs", []), num_prompts)
+        if p["record_baseline"]:
+            _record(module, p, measurement, summary, num_prompts)
+        baseline = _load_baseline(p["baseline_file"])
+        baseline_tok_s, source = _baseline_number(p, baseline)
+        correctness = None
+        if p["correctness"]:
+            if baseline is None:
+                raise bench_gate.GateInputError(
+                    "no recorded completions to check correctness against (%s): record a baseline first "
+                    "(sglang_benchmark_record_baseline=true on a known-good server, or baseline_mode ab)"
+                    % p["baseline_file"])
+            broken = [c for c in measurement.get("completions", []) if c.get("error")]
+            if broken:
+                correctness = {"prompts": len(measurement["completions"]), "match_rate": 0.0,
+                               "rows": [], "errors": [c["error"] for c in broken]}
+            else:
+                correctness = bench_gate.compare_completions(baseline["completions"], measurement["completions"])
+        if baseline is not None and p["baseline_mode"] != "static":
+            want = bench_gate.comparable_settings(measurement["settings"])
+            if baseline.get("settings") != want:
+                raise bench_gate.GateInputError(
+                    "the baseline in %s was measured with other settings (%s), this run with %s: record it again"
+                    % (p["baseline_file"], baseline.get("settings"), want))
+        verdict = bench_gate.judge(summary, p["gate_concurrency"], baseline_tok_s, p["margin_pct"], correctness,
+                                   p["min_match_rate"])
+    except (bench_gate.GateInputError, KeyError, TypeError) as exc:
+        module.fail_json(msg="%s: benchmark gate cannot judge: %s" % (p["host"], exc))
+    message = bench_gate.describe(p["host"], verdict, summary, source, correctness, p["min_match_rate"])
+    stats = summary[p["gate_concurrency"]]
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    record = dict(verdict, stamp=stamp, host=p["host"], message=message, summary=summary,
+                  spread_pct=stats["spread_pct"], accept_length=stats["accept_length"],
+                  match_rate=correctness["match_rate"] if correctness else None, correctness=correctness,
+                  baseline_source=source, measurement=measurement, context=p["context"],
+                  venv=p["context"].get("venv"), sglang=(measurement.get("client") or {}).get("sglang"),
+                  rolled_back=p["context"].get("rolled_back"))
+    try:
+        artifacts = bench_report.write_artifacts(p["results_dir"], p["host"], record)
+    except (OSError, ImportError) as exc:
+        module.fail_json(msg="%s: could not write the benchmark artifacts under %s: %s"
+                         % (p["host"], p["results_dir"], exc), passed=verdict["passed"], message=message)
+    # Reports are not managed state: a re-run that writes new ones has changed nothing on any host.
+    module.exit_json(changed=False, passed=verdict["passed"], message=message, failures=verdict["failures"],
+                     verdict={k: verdict[k] for k in ("median_tok_s", "bar_tok_s", "baseline_tok_s", "margin_pct",
+                                                      "gate_concurrency")},
+                     summary={str(k): v for k, v in summary.items()}, correctness=correctness, artifacts=artifacts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+"""The benchmark gate's arithmetic: which runs count, what they measured, and the verdict.
+
+Input is what roles/sglang_benchmark/files/bench_runner.py prints: SGLang's own benchmark client's JSON result
+line per run (``sglang.benchmark.serving`` / ``sglang.bench_serving`` ``--output-file``), plus greedy completions
+of a fixed prompt set. Pure functions; the module library/sglang_benchmark_gate.py is the shell around them.
+
+Rules (the reasons are in the role's README section):
+  * a run counts only when ``completed == num_prompts``: a run whose requests failed still writes a line;
+  * throughput is the median of the counted runs' ``output_throughput`` at each concurrency; the gate reads the
+    single-stream one (concurrency 1, the number the seeds report) unless told another;
+  * pass when median >= baseline * (1 + margin/100), and every run counted, and the completions match.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+
+RESULT_KEYS = ("output_throughput", "completed", "mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms",
+               "median_tpot_ms", "mean_itl_ms", "accept_length", "duration", "total_output_tokens")
+
+
+class GateInputError(ValueError):
+    """The inputs cannot be judged at all (not a failed gate: a broken benchmark or baseline)."""
+
+
+def parse_result_lines(text):
+    """The JSON objects of a --output-file (one per line; the client appends)."""
+    results = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise GateInputError("result line %d is not JSON: %s" % (number, exc))
+        if not isinstance(value, dict):
+            raise GateInputError("result line %d is not a JSON object" % number)
+        results.append(value)
+    return results
+
+
+def run_problem(run, num_prompts):
+    """Why a run does not count, or None."""
+    if run.get("error"):
+        return run["error"]
+    result = run.get("result")
+    if not isinstance(result, dict):
+        return "the client wrote no result (exit code %s)" % run.get("rc")
+    completed = result.get("completed")
+    if completed != num_prompts:
+        return "completed %s of %d requests" % (completed, num_prompts)
+    if not isinstance(result.get("output_throughput"), (int, float)) or result["output_throughput"] <= 0:
+        return "no output throughput"
+    return None
+
+
+def _median(values):
+    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return statistics.median(values) if values else None
+
+
+def summarize(runs, num_prompts):
+    """Per concurrency: counted runs, median and spread of output tok/s, latencies, accept length."""
+    by_concurrency = {}
+    for run in runs:
+        by_concurrency.setdefault(int(run["concurrency"]), []).append(run)
+    summary = {}
+    for concurrency, group in sorted(by_concurrency.items()):
+        problems = []
+        counted = []
+        for run in group:
+            problem = run_problem(run, num_prompts)
+            if problem:
+                problems.append("run %s: %s" % (run.get("repeat", "?"), problem))
+            else:
+                counted.append(run["result"])
+        rates = [r["output_throughput"] for r in counted]
+        median = _median(rates)
+        summary[concurrency] = {
+            "runs": len(group),
+            "counted": len(counted),
+            "problems": problems,
+            "output_tok_s": rates,
+            "median_output_tok_s": median,
+            "min_output_tok_s": min(rates) if rates else None,
+            "max_output_tok_s": max(rates) if rates else None,
+            "spread_pct": (100.0 * (max(rates) - min(rates)) / median) if rates and median else None,
+            "median_ttft_ms": _median([r.get("median_ttft_ms") for r in counted]),
+            "median_tpot_ms": _median([r.get("median_tpot_ms") for r in counted]),
+            "median_itl_ms": _median([r.get("median_itl_ms", r.get("mean_itl_ms")) for r in counted]),
+            "accept_length": _median([r.get("accept_length") for r in counted]),
+        }
+    return summary
+
+
+def token_match(reference, observed):
+    """Share of positions where two greedy completions agree (0..1), over the longer of the two."""
+    length = max(len(reference), len(observed))
+    if length == 0:
+        return 1.0
+    same = sum(1 for a, b in zip(reference, observed) if a == b)
+    return same / float(length)
+
+
+def _tokens(completion):
+    ids = completion.get("output_ids")
+    if isinstance(ids, list) and ids:
+        return ids
+    return (completion.get("text") or "").split()
+
+
+def compare_completions(reference, observed):
+    """Match rate of observed greedy completions against recorded ones, prompt by prompt."""
+    ref_by_prompt = {c["prompt"]: c for c in reference}
+    rows = []
+    for completion in observed:
+        ref = ref_by_prompt.get(completion["prompt"])
+        if ref is None:
+            raise GateInputError("no reference completion for prompt %r: record the baseline again"
+                                 % completion["prompt"][:60])
+        rows.append({"prompt": completion["prompt"],
+                     "match": token_match(_tokens(ref), _tokens(completion)),
+                     "reference": (ref.get("text") or "")[:120],
+                     "observed": (completion.get("text") or "")[:120]})
+    if not rows:
+        raise GateInputError("no completions to compare")
+    return {"prompts": len(rows), "match_rate": sum(r["match"] for r in rows) / len(rows), "rows": rows}
+
+
+def comparable_settings(config):
+    """The benchmark settings a recorded baseline must share with a run to be compared with it."""
+    return {k: config.get(k) for k in ("input_len", "output_len", "num_prompts", "seed", "gate_concurrency",
+                                       "correctness_max_new_tokens")}
+
+
+def judge(summary, gate_concurrency, baseline_tok_s, margin_pct, correctness=None, min_match_rate=None):
+    """The verdict: passed, the checks that failed, and every number used."""
+    failures = []
+    stats = summary.get(gate_concurrency)
+    if stats is None:
+        raise GateInputError("no runs at concurrency %d, the gated one" % gate_concurrency)
+    bar = baseline_tok_s * (1.0 + margin_pct / 100.0)
+    for concurrency, group in sorted(summary.items()):
+        if group["problems"]:
+            failures.append("incomplete: %d of %d runs at concurrency %d did not count (%s)"
+                            % (group["runs"] - group["counted"], group["runs"], concurrency,
+                               "; ".join(group["problems"])))
+    median = stats["median_output_tok_s"]
+    if median is None:
+        failures.append("throughput: no counted run at concurrency %d" % gate_concurrency)
+    elif median < bar:
+        failures.append("throughput: median %.1f tok/s < %.1f tok/s required" % (median, bar))
+    if correctness is not None and correctness["match_rate"] < min_match_rate:
+        failures.append("correctness: greedy completions match the baseline's %.1f %% < %.1f %% required"
+                        % (100 * correctness["match_rate"], 100 * min_match_rate))
+    return {"passed": not failures, "failures": failures, "bar_tok_s": bar, "baseline_tok_s": baseline_tok_s,
+            "margin_pct": margin_pct, "median_tok_s": median, "gate_concurrency": gate_concurrency}
+
+
+def _fmt(value, pattern="%.1f"):
+    return "n/a" if value is None else pattern % value
+
+
+def describe(host, verdict, summary, baseline_source, correctness=None, min_match_rate=None):
+    """One paragraph with every number the verdict used (the failure message, also shown on a pass)."""
+    stats = summary[verdict["gate_concurrency"]]
+    rates = ", ".join("%.1f" % r for r in stats["output_tok_s"]) or "none"
+    parts = [
+        "%s: benchmark gate %s." % (host, "PASSED" if verdict["passed"] else "FAILED"),
+        "Median output %s tok/s at concurrency %d (counted runs: %s; spread %s %%; %d of %d runs counted)"
+        % (_fmt(stats["median_output_tok_s"]), verdict["gate_concurrency"], rates, _fmt(stats["spread_pct"]),
+           stats["counted"], stats["runs"]),
+        "vs required %.1f tok/s = baseline %.1f tok/s (%s) x (1 + %.1f %% margin)."
+        % (verdict["bar_tok_s"], verdict["baseline_tok_s"], baseline_source, verdict["margin_pct"]),
+        "TTFT %s ms, TPOT %s ms, accept length %s."
+        % (_fmt(stats["median_ttft_ms"]), _fmt(stats["median_tpot_ms"], "%.2f"),
+           _fmt(stats["accept_length"], "%.2f")),
+    ]
+    if correctness is not None:
+        parts.append("Greedy completions match the baseline's at %.1f %% of tokens on %d prompts (required %.1f %%)."
+                     % (100 * correctness["match_rate"], correctness["prompts"], 100 * min_match_rate))
+    else:
+        parts.append("Correctness not checked (sglang_benchmark_correctness is off).")
+    for concurrency, group in sorted(summary.items()):
+        if concurrency != verdict["gate_concurrency"]:
+            parts.append("Concurrency %d: median %s tok/s (%d of %d runs counted)."
+                         % (concurrency, _fmt(group["median_output_tok_s"]), group["counted"], group["runs"]))
+    if verdict["failures"]:
+        parts.append("Failed: " + " | ".join(verdict["failures"]) + ".")
+    return " ".join(parts)

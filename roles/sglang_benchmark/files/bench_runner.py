@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Measures one SGLang server with SGLang's own benchmark client and prints everything as one JSON object.
+
+Run by the benchmark client's Python (the deployed venv on a GPU host, or a client venv): it needs the `sglang`
+package that holds the client, nothing else of ours (stdlib only). Steps:
+  1. greedy completions of a fixed prompt set over POST /generate (temperature 0): the correctness sample;
+  2. warm-up requests of the measured length (discarded);
+  3. N repeats per concurrency of `python -m sglang.benchmark.serving` (or `sglang.bench_serving` on releases
+     before 0.5.15.post1) on the offline `random-ids` dataset with the local tokenizer, fixed lengths, explicit
+     seed; each run's JSON result line is read from its own --output-file (the client appends).
+The gate itself (which runs count, the verdict) is on the controller: module_utils/bench_gate.py.
+
+    bench_runner.py SETTINGS_JSON        (the settings themselves, or a file holding them)
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+CLIENT_MODULES = ("sglang.benchmark.serving", "sglang.bench_serving")
+
+
+def client_module():
+    """The client module the installed sglang has, found without importing sglang (that imports torch)."""
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("bench_runner: no sglang package in %s: the benchmark client venv must hold it"
+                         % sys.executable)
+    root = list(spec.submodule_search_locations)[0]
+    for name in CLIENT_MODULES:
+        if os.path.exists(os.path.join(root, *name.split(".")[1:]) + ".py"):
+            return name
+    raise SystemExit("bench_runner: sglang in %s has neither %s" % (root, " nor ".join(CLIENT_MODULES)))
+
+
+def sglang_version():
+    try:
+        import importlib.metadata as metadata  # pylint: disable=import-outside-toplevel
+        return metadata.version("sglang")
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _headers(api_key):
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer " + api_key
+    return headers
+
+
+def generate(base_url, api_key, prompt, max_new_tokens, timeout):
+    body = json.dumps({"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens}})
+    request = urllib.request.Request(base_url + "/generate", data=body.encode(), headers=_headers(api_key))
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read().decode())
+
+
+def completions(settings, api_key):
+    out = []
+    for prompt in settings["prompts"]:
+        try:
+            reply = generate(settings["base_url"], api_key, prompt, settings["correctness_max_new_tokens"],
+                             settings["request_timeout_s"])
+            out.append({"prompt": prompt, "text": reply.get("text"), "output_ids": reply.get("output_ids")})
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            out.append({"prompt": prompt, "error": str(exc)})
+    return out
+
+
+def warm_up(settings, api_key):
+    for index in range(settings["warmup_requests"]):
+        try:
+            generate(settings["base_url"], api_key, "Warm-up request %d." % index, settings["output_len"],
+                     settings["request_timeout_s"])
+        except (urllib.error.URLError, OSError, ValueError):
+            pass  # the measured runs report failures; a warm-up only has to have been tried
+
+
+def one_run(settings, module, concurrency, repeat, workdir, env):
+    output = os.path.join(workdir, "run-c%d-r%d.jsonl" % (concurrency, repeat))
+    command = [sys.executable, "-m", module, "--backend", "sglang", "--base-url", settings["base_url"],
+               "--dataset-name", "random-ids", "--tokenizer", settings["tokenizer"],
+               "--random-input-len", str(settings["input_len"]), "--random-output-len", str(settings["output_len"]),
+               "--random-range-ratio", "1.0", "--num-prompts", str(settings["num_prompts"]),
+               "--max-concurrency", str(concurrency), "--seed", str(settings["seed"]),
+               "--output-file", output, "--disable-tqdm"] + list(settings.get("extra_client_args") or [])
+    started = time.time()
+    try:
+        proc = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=settings["run_timeout_s"], check=False)
+        rc, log = proc.returncode, proc.stdout.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired as exc:
+        rc, log = None, "timed out after %ss\n%s" % (settings["run_timeout_s"],
+                                                     (exc.stdout or b"").decode("utf-8", "replace"))
+    run = {"concurrency": concurrency, "repeat": repeat, "rc": rc, "wall_s": round(time.time() - started, 3),
+           "result": None, "error": None}
+    lines = []
+    if os.path.exists(output):
+        with open(output, encoding="utf-8") as handle:
+            lines = [line for line in handle.read().splitlines() if line.strip()]
+    if lines:
+        try:
+            result = json.loads(lines[-1])
+            result.pop("server_info", None)  # the whole server args, every run: read once below instead
+            run["result"] = {k: v for k, v in result.items() if not isinstance(v, list)}
+        except ValueError as exc:
+            run["error"] = "unreadable result line: %s" % exc
+    if rc != 0:
+        run["error"] = "client exit code %s: %s" % (rc, log.strip().splitlines()[-1:] or "")
+    if run["result"] is None and not run["error"]:
+        run["error"] = "the client wrote no result line"
+    run["log_tail"] = log[-2000:]
+    return run
+
+
+def server_info(base_url, api_key, timeout):
+    for path in ("/server_info", "/get_server_info"):
+        try:
+            request = urllib.request.Request(base_url + path, headers=_headers(api_key))
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                info = json.loads(response.read().decode())
+            keep = ("version", "tp_size", "speculative_algorithm", "speculative_num_steps",
+                    "speculative_num_draft_tokens", "flashinfer_allreduce_fusion_backend", "model_path",
+                    "served_model_name")
+            return {k: info.get(k) for k in keep}
+        except (urllib.error.URLError, OSError, ValueError):
+            continue
+    return {}
+
+
+def main(arg):
+    if arg.lstrip().startswith("{"):
+        settings = json.loads(arg)
+    else:
+        with open(arg, encoding="utf-8") as handle:
+            settings = json.load(handle)
+    api_key = None
+    if settings.get("api_key_file"):
+        with open(settings["api_key_file"], encoding="utf-8") as handle:
+            api_key = handle.read().strip()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.pop("API_KEY", None)
+    if api_key:
+        env["OPENAI_API_KEY"] = api_key  # what the client sends as a Bearer token
+    module = client_module()
+    report = {"client": {"python": sys.executable, "module": module, "sglang": sglang_version()},
+              "settings": {k: v for k, v in settings.items() if k != "api_key_file"},
+              "server": server_info(settings["base_url"], api_key, settings["request_timeout_s"]),
+              "completions": completions(settings, api_key) if settings.get("correctness") else [],
+              "runs": []}
+    warm_up(settings, api_key)
+    with tempfile.TemporaryDirectory(prefix="sglang-bench-") as workdir:
+        for concurrency in settings["concurrencies"]:
+            for repeat in range(1, settings["repeats"] + 1):
+                report["runs"].append(one_run(settings, module, concurrency, repeat, workdir, env))
+    json.dump(report, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    main(sys.argv[1])

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The SGLang benchmark client venv for the lab and the tests (.cache/sglang-bench-client), from the exact pins in
+# lab/bench-client/requirements.txt, --no-deps; idempotent (a stamp of the lock). About 6 GB: SGLang's client
+# imports torch. The lab's benchmark play installs the same lock the same way (role sglang_benchmark).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${SGLANG_BENCH_CLIENT_VENV:-.cache/sglang-bench-client}
+lock=lab/bench-client/requirements.txt
+stamp="$venv/.lock.sha256"
+want=$(sha256sum "$lock" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --no-deps -r "$lock"
+  echo "$want" > "$stamp"
+fi
+echo "bench client: $venv ($("$venv/bin/python" -c 'import importlib.metadata as m; print("sglang", m.version("sglang"))'))"

@@ -1,0 +1,78 @@
+"""roles/sglang_benchmark/files/server_state.py: the known-good state is saved whole and put back exactly."""
+import importlib.util
+import json
+import os
+
+import pytest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_benchmark", "files", "server_state.py")
+spec = importlib.util.spec_from_file_location("server_state", SCRIPT)
+server_state = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(server_state)
+
+
+def call(capsys, *argv):
+    server_state.main(list(argv))
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def host(tmp_path):
+    for name in ("venv-a", "venv-b"):
+        (tmp_path / name / "lib").mkdir(parents=True)
+    (tmp_path / "venv-a" / ".sglang-fusion-patch").mkdir()
+    (tmp_path / "venv-a" / ".sglang-fusion-patch" / "state.json").write_text("{}")
+    os.symlink(str(tmp_path / "venv-a"), str(tmp_path / "current"))
+    (tmp_path / "unit").write_text("ExecStart=good\n")
+    os.chmod(str(tmp_path / "unit"), 0o640)
+    (tmp_path / "hook.py").write_text("NCCL_P2P_LEVEL=PHB\n")
+    return tmp_path
+
+
+def save(capsys, host):
+    return call(capsys, "save", "--dir", str(host / "known-good"), "--link", str(host / "current"),
+                "--file", str(host / "unit"), "--file", str(host / "absent.env"), "--glob", str(host / "hook.*"))
+
+
+def test_restore_puts_back_files_mode_link_and_removes_what_was_absent(host, capsys):
+    saved = save(capsys, host)
+    assert saved["link"] == {"path": str(host / "current"), "target": str(host / "venv-a"), "patched": True}
+    (host / "unit").write_text("ExecStart=bad\n")
+    os.chmod(str(host / "unit"), 0o644)
+    (host / "hook.py").write_text("NCCL_ALGO=Tree\n")
+    (host / "absent.env").write_text("X=1\n")
+    os.unlink(str(host / "current"))
+    os.symlink(str(host / "venv-b"), str(host / "current"))
+
+    check = call(capsys, "restore", "--dir", str(host / "known-good"), "--check")
+    assert check["changed"] and (host / "unit").read_text() == "ExecStart=bad\n"
+    done = call(capsys, "restore", "--dir", str(host / "known-good"))
+    assert sorted(a["action"] for a in done["actions"]) == ["relink", "remove", "restore", "restore"]
+    assert (host / "unit").read_text() == "ExecStart=good\n"
+    assert os.stat(str(host / "unit")).st_mode & 0o777 == 0o640
+    assert (host / "hook.py").read_text() == "NCCL_P2P_LEVEL=PHB\n"
+    assert not (host / "absent.env").exists()
+    assert os.path.realpath(str(host / "current")) == str(host / "venv-a")
+    assert call(capsys, "restore", "--dir", str(host / "known-good"))["changed"] is False
+
+
+def test_a_new_save_replaces_the_old_state_whole(host, capsys):
+    save(capsys, host)
+    (host / "unit").write_text("ExecStart=newer\n")
+    save(capsys, host)
+    (host / "unit").write_text("ExecStart=bad\n")
+    call(capsys, "restore", "--dir", str(host / "known-good"))
+    assert (host / "unit").read_text() == "ExecStart=newer\n"
+    assert not os.path.exists(str(host / "known-good.old"))
+
+
+def test_restore_refuses_when_the_saved_venv_is_gone(host, capsys):
+    save(capsys, host)
+    os.unlink(str(host / "current"))
+    os.symlink(str(host / "venv-b"), str(host / "current"))
+    os.rename(str(host / "venv-a"), str(host / "venv-a.pruned"))
+    (host / "unit").write_text("ExecStart=bad\n")
+    with pytest.raises(SystemExit, match="is gone"):
+        server_state.main(["restore", "--dir", str(host / "known-good")])
+    assert os.path.realpath(str(host / "current")) == str(host / "venv-b")
+    assert (host / "unit").read_text() == "ExecStart=bad\n"  # nothing half-restored

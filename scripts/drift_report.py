@@ -113,7 +113,10 @@ import json
 import os
 import re
 import sys
-import tempfile
+
+# The project's own multi-file transaction helpers (standard library only), shared with the modules.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils"))
+import atomic_files  # noqa: E402  pylint: disable=wrong-import-position
 
 STATUS_VALUES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 3}
 EXIT_CODES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 2}
@@ -652,31 +655,10 @@ def render_json(report):
 
 
 def write_atomic(path, text, mode=0o644):
-    """Write TEXT to PATH through a temporary file in the same directory, fsync, rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    """Write TEXT to PATH atomically (module_utils/atomic_files.py: a temporary file in the same directory, fsync,
+    rename, directory fsync); an existing file keeps its mode and owner, a new one gets MODE."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    atomic_files.write_atomic(path, text.encode("utf-8"), mode=mode)
 
 
 def report_name(now, existing=()):

@@ -20,7 +20,7 @@ unit: setup
 
 molecule: setup
 	./lab/install-host-deps.sh
-	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/molecule test
+	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/molecule test --all
 
 lint: setup
 	.venv/bin/ansible-lint

@@ -57,9 +57,10 @@ def test_restore_puts_back_files_mode_link_and_removes_what_was_absent(host, cap
 
 
 def test_a_new_save_replaces_the_old_state_whole(host, capsys):
-    save(capsys, host)
+    assert save(capsys, host)["changed"] is True
+    assert save(capsys, host)["changed"] is False  # the same state: nothing rewritten
     (host / "unit").write_text("ExecStart=newer\n")
-    save(capsys, host)
+    assert save(capsys, host)["changed"] is True
     (host / "unit").write_text("ExecStart=bad\n")
     call(capsys, "restore", "--dir", str(host / "known-good"))
     assert (host / "unit").read_text() == "ExecStart=newer\n"

@@ -59,10 +59,31 @@ def _copy_atomic(src, dest, meta):
     _fsync_dir(folder)
 
 
+def _same(old, files, link):
+    """Whether the saved state already is what a save would write (then nothing is rewritten)."""
+    if old is None or sorted(old["files"]) != sorted(dict.fromkeys(files)):
+        return False
+    for path, meta in old["files"].items():
+        if (meta is None) != (not os.path.isfile(path)):
+            return False
+        if meta is not None:
+            stat = os.stat(path)
+            if (_sha(path), stat.st_mode & 0o7777, stat.st_uid, stat.st_gid) != \
+                    (meta["sha256"], meta["mode"], meta["uid"], meta["gid"]):
+                return False
+    if link is None:
+        return old.get("link") is None
+    target = os.path.realpath(link)
+    return old.get("link") == {"path": link, "target": target,
+                               "patched": os.path.exists(os.path.join(target, PATCH_STATE))}
+
+
 def save(args):
     files = list(args.file or [])
     for pattern in args.glob or []:
         files += sorted(glob.glob(pattern))
+    if _same(load(args.dir), files, args.link):
+        return {"saved": sorted(dict.fromkeys(files)), "link": load(args.dir)["link"], "changed": False}
     parent = os.path.dirname(os.path.abspath(args.dir))
     os.makedirs(parent, mode=0o700, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".state-", dir=parent)

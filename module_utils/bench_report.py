@@ -75,6 +75,7 @@ def render_png(host, history, path):
     import matplotlib  # pylint: disable=import-outside-toplevel
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+    from matplotlib.ticker import MaxNLocator  # pylint: disable=import-outside-toplevel
 
     rows = history[-100:]
     xs = list(range(1, len(rows) + 1))
@@ -89,6 +90,7 @@ def render_png(host, history, path):
     ax.set_xlabel("gate run (oldest to newest; x = failed)")
     ax.set_ylabel("output tokens/s, single stream")
     ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left", fontsize=8)
     fig.tight_layout()

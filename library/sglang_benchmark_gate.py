@@ -16,7 +16,7 @@ description:
     tok/s of the counted runs at O(gate_concurrency) and passes when it is at least baseline x (1 + O(margin_pct)/100),
     every run counted, and the completions match the recorded baseline's (token match rate >= O(min_match_rate)).
   - Writes, on the controller, one JSON per run, a history line, a Markdown summary and a PNG chart of the history
-    under O(results_dir)/<host>/ (artifacts only: reported as not changed). With O(record_baseline) it writes the
+    under O(results_dir)/<host>/ (artifacts only, so reported as not changed). With O(record_baseline) it writes the
     baseline file (throughput and completions) from this measurement instead of judging.
   - Never fails on a failed gate (the playbook decides, after rollback); fails on unusable inputs.
 author:

@@ -40,8 +40,9 @@ options:
     default: false
   renamed:
     description:
-      - Flags some releases renamed, as C(old: [successors]); an old flag this SGLang lacks is replaced by the
-        first successor it knows, e.g. C({"--cuda-graph-max-bs": ["--cuda-graph-max-bs-decode"]}) for 0.5.21+.
+      - Flags some releases renamed, mapping each old flag to a list of its successors; an old flag this SGLang
+        lacks is replaced by the first successor it knows, for example C(--cuda-graph-max-bs) to
+        C(--cuda-graph-max-bs-decode) for 0.5.21+.
     type: dict
     default: {}
 notes:

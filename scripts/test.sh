@@ -7,10 +7,9 @@ export PATH="$PWD/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$PWD/ansible.cfg"
 
 echo "== ansible-doc"
-ansible-doc -M library sglang_fusion_patch > /dev/null
-ansible-doc -M library nvidia_gpu_facts > /dev/null
-ansible-doc -M library sglang_nccl_settings > /dev/null
-ansible-doc -M library sglang_benchmark_gate > /dev/null
+for module in library/*.py; do
+  ansible-doc -M library "$(basename "$module" .py)" > /dev/null
+done
 
 echo "== syntax checks"
 for playbook in deploy.yml playbooks/*.yml; do

@@ -201,6 +201,12 @@ def main():
             _record(module, p, measurement, summary, num_prompts)
         baseline = _load_baseline(p["baseline_file"])
         baseline_tok_s, source = _baseline_number(p, baseline)
+        if baseline is not None and (p["baseline_mode"] != "static" or p["correctness"]):
+            want = bench_gate.comparable_settings(measurement["settings"])
+            if baseline.get("settings") != want:
+                raise bench_gate.GateInputError(
+                    "the baseline in %s was measured with other settings (%s), this run with %s: record it again"
+                    % (p["baseline_file"], baseline.get("settings"), want))
         correctness = None
         if p["correctness"]:
             if baseline is None:
@@ -214,12 +220,6 @@ def main():
                                "rows": [], "errors": [c["error"] for c in broken]}
             else:
                 correctness = bench_gate.compare_completions(baseline["completions"], measurement["completions"])
-        if baseline is not None and p["baseline_mode"] != "static":
-            want = bench_gate.comparable_settings(measurement["settings"])
-            if baseline.get("settings") != want:
-                raise bench_gate.GateInputError(
-                    "the baseline in %s was measured with other settings (%s), this run with %s: record it again"
-                    % (p["baseline_file"], baseline.get("settings"), want))
         verdict = bench_gate.judge(summary, p["gate_concurrency"], baseline_tok_s, p["margin_pct"], correctness,
                                    p["min_match_rate"])
     except (bench_gate.GateInputError, KeyError, TypeError) as exc:

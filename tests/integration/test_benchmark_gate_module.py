@@ -1,0 +1,53 @@
+"""The sglang_benchmark_gate module through real Ansible: record, judge, artifacts, refusals."""
+import json
+import os
+
+from tests.helpers.ansible_run import run_module
+
+SETTINGS = {"input_len": 16, "output_len": 48, "num_prompts": 2, "seed": 3, "gate_concurrency": 1,
+            "correctness_max_new_tokens": 8}
+
+
+def measurement(rate, ids=(1, 2, 3), **settings):
+    runs = [{"concurrency": 1, "repeat": i, "rc": 0, "error": None,
+             "result": {"completed": 2, "output_throughput": rate, "median_ttft_ms": 10.0, "median_tpot_ms": 7.0,
+                        "accept_length": 2.0}} for i in (1, 2, 3)]
+    return {"settings": dict(SETTINGS, **settings), "runs": runs, "client": {"sglang": "0.5.21"},
+            "completions": [{"prompt": "p", "text": "x", "output_ids": list(ids)}]}
+
+
+def gate(tmp_path, measured, **args):
+    base = {"host": "h1", "measurement": measured, "baseline_file": str(tmp_path / "baselines" / "h1.json"),
+            "results_dir": str(tmp_path / "results")}
+    base.update(args)
+    return run_module("sglang_benchmark_gate", base)
+
+
+def test_record_then_pass_then_fail_writing_every_artifact(tmp_path):
+    recorded = gate(tmp_path, measurement(85.0), record_baseline=True)
+    assert recorded["changed"] and recorded["passed"], recorded
+    with open(str(tmp_path / "baselines" / "h1.json"), encoding="utf-8") as handle:
+        assert json.load(handle)["median_output_tok_s"] == 85.0
+
+    passed = gate(tmp_path, measurement(130.0))
+    assert passed["passed"] and not passed["changed"], passed
+    slow = gate(tmp_path, measurement(80.0))
+    assert not slow["passed"] and not slow.get("failed"), slow
+    assert "80.0 tok/s < 89.2 tok/s required" in slow["message"]
+    for key in ("run", "history", "summary", "chart"):
+        assert os.path.exists(slow["artifacts"][key])
+    with open(slow["artifacts"]["history"], encoding="utf-8") as handle:
+        assert [json.loads(line)["passed"] for line in handle] == [True, False]
+
+
+def test_wrong_completions_fail_and_other_settings_are_refused(tmp_path):
+    gate(tmp_path, measurement(85.0), record_baseline=True)
+    wrong = gate(tmp_path, measurement(300.0, ids=(7, 8, 9)))
+    assert not wrong["passed"] and wrong["failures"][0].startswith("correctness"), wrong
+    other = gate(tmp_path, measurement(300.0, output_len=64), baseline_mode="static", baseline_tok_s=82.0)
+    assert other["failed"] and "measured with other settings" in other["msg"], other
+
+
+def test_no_baseline_is_an_error_not_a_pass(tmp_path):
+    result = gate(tmp_path, measurement(300.0))
+    assert result["failed"] and "no recorded baseline" in result["msg"], result

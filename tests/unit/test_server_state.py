@@ -77,3 +77,17 @@ def test_restore_refuses_when_the_saved_venv_is_gone(host, capsys):
         server_state.main(["restore", "--dir", str(host / "known-good")])
     assert os.path.realpath(str(host / "current")) == str(host / "venv-b")
     assert (host / "unit").read_text() == "ExecStart=bad\n"  # nothing half-restored
+
+
+def test_save_with_hold_keeps_the_venv_from_the_pruner_while_the_state_names_it(host, capsys):
+    from ansible.module_utils import venv_prune
+    args = ["save", "--dir", str(host / "known-good"), "--link", str(host / "current"), "--hold", "known-good"]
+    assert call(capsys, *args)["changed"] is True
+    assert venv_prune.holds(str(host / "venv-a")) == ([str(host / "known-good" / "state.json")], [])
+    assert call(capsys, *args)["changed"] is False  # same state, hold already there
+    # The next known-good is venv-b: venv-b is held now, venv-a's hold is stale.
+    os.unlink(str(host / "current"))
+    os.symlink(str(host / "venv-b"), str(host / "current"))
+    assert call(capsys, *args)["changed"] is True
+    assert venv_prune.holds(str(host / "venv-b"))[0] == [str(host / "known-good" / "state.json")]
+    assert venv_prune.holds(str(host / "venv-a")) == ([], [str(host / "venv-a" / ".sglang-keep" / "known-good.json")])

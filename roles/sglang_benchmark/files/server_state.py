@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Saves and restores what an SGLang server runs, on the host: the benchmark gate's known-good state.
 
-    server_state.py save    --dir D --link /opt/sglang/current --file PATH... [--glob PATTERN...]
+    server_state.py save    --dir D --link /opt/sglang/current --file PATH... [--glob PATTERN...] [--hold NAME]
     server_state.py restore --dir D [--check]
     server_state.py show    --dir D
 
 `save` copies each file (absent ones are recorded as absent), notes where the `current` symlink points and
 whether that venv carries the fusion patch (its .sglang-fusion-patch/state.json), and replaces D as a whole
-(new folder, then rename): an interrupted save leaves the previous state intact.
+(new folder, then rename): an interrupted save leaves the previous state intact. With `--hold NAME` it also
+writes <venv>/.sglang-keep/NAME.json naming D/state.json, so sglang_venv_prune keeps that venv while the state
+still names it.
 `restore` puts every file back (atomically, one by one, owner and mode included; files absent at save time are
 removed) and points the link back; the fusion patch state is for the caller to restore (the sglang_fusion_patch
 module). Prints JSON: what differed and what was done. `--check` only reports. Stdlib only.
@@ -41,22 +43,31 @@ def _fsync_dir(path):
         os.close(fd)
 
 
-def _copy_atomic(src, dest, meta):
+def _replace_atomic(dest, fill, mode, owner=None):
+    """Write dest through a temp file next to it (fill(handle) writes the bytes), fsynced, then renamed over."""
     folder = os.path.dirname(dest)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(dest) + ".", dir=folder)
     try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as handle:
-            shutil.copyfileobj(handle, out)
+        with os.fdopen(fd, "wb") as out:
+            fill(out)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp, meta["mode"])
-        os.chown(tmp, meta["uid"], meta["gid"])
+        os.chmod(tmp, mode)
+        if owner:
+            os.chown(tmp, *owner)
         os.replace(tmp, dest)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     _fsync_dir(folder)
+
+
+def _copy_atomic(src, dest, meta):
+    def fill(out):
+        with open(src, "rb") as handle:
+            shutil.copyfileobj(handle, out)
+    _replace_atomic(dest, fill, meta["mode"], (meta["uid"], meta["gid"]))
 
 
 def _same(old, files, link):
@@ -78,7 +89,30 @@ def _same(old, files, link):
                                "patched": os.path.exists(os.path.join(target, PATCH_STATE))}
 
 
+def hold(folder, name):
+    """Mark the saved venv as held by this state (see sglang_venv_prune). True when the mark was (re)written."""
+    link = (load(folder) or {}).get("link")
+    if not link:
+        return False
+    content = json.dumps({"state": os.path.join(os.path.abspath(folder), "state.json")}) + "\n"
+    path = os.path.join(link["target"], ".sglang-keep", name + ".json")
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == content:
+                return False
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    _replace_atomic(path, lambda out: out.write(content.encode()), 0o644)
+    return True
+
+
 def save(args):
+    result = _save(args)
+    if args.hold and hold(args.dir, args.hold):
+        result["changed"] = True
+    return result
+
+
+def _save(args):
     files = list(args.file or [])
     for pattern in args.glob or []:
         files += sorted(glob.glob(pattern))
@@ -172,6 +206,7 @@ def main(argv=None):
     parser.add_argument("--file", action="append")
     parser.add_argument("--glob", action="append")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--hold", help="mark the saved venv as held by this state (save only)")
     args = parser.parse_args(argv)
     if args.action == "save":
         result = save(args)

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+"""Which lock venvs under <root>/venvs can go, and removing them without leaving a half venv behind.
+
+sglang_install gives every lock its own venv (<root>/venvs/<lock>-<sha>, marked complete by
+``.sglang-install-complete``) and never reinstalls one, so venvs pile up: with the CUDA closure each holds
+~10 GB. A venv stays when it is:
+  - the one <root>/current points at (the server runs from it);
+  - held by a saved state that may have to be restored (the benchmark gate's known-good state): a file in its
+    ``.sglang-keep/`` names the state file, and the hold counts only while that state file still names this
+    venv (a stale hold, from a state saved over since, holds nothing);
+  - incomplete (an install in progress, or a failed one the next install of its lock replaces): not ours to judge;
+  - one of the ``keep`` most recently installed complete venvs (the active one counts among them).
+Everything else is removed: renamed to ``.removing-<name>`` first (one atomic step; nothing can start from it
+after that), then deleted; a ``.removing-*`` left by an interrupted removal is deleted on the next run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+COMPLETE = ".sglang-install-complete"
+KEEP_DIR = ".sglang-keep"
+REMOVING = ".removing-"
+
+
+def holds(venv):
+    """(valid, stale): the saved states that hold this venv, and the hold files that no longer do."""
+    valid, stale = [], []
+    folder = os.path.join(venv, KEEP_DIR)
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return valid, stale
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                state_file = json.load(handle)["state"]
+            with open(state_file, encoding="utf-8") as handle:
+                target = (json.load(handle).get("link") or {}).get("target")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            stale.append(path)
+            continue
+        if target and os.path.realpath(target) == os.path.realpath(venv):
+            valid.append(state_file)
+        else:
+            stale.append(path)
+    return valid, stale
+
+
+def scan(root):
+    """{'current', 'venvs': [{name, path, installed (mtime of the complete marker or None), holds, stale}],
+    'leftovers': [paths of interrupted removals]}."""
+    venvs_dir = os.path.join(root, "venvs")
+    link = os.path.join(root, "current")
+    current = os.path.realpath(link) if os.path.islink(link) else None
+    found = {"current": current, "venvs": [], "leftovers": []}
+    try:
+        names = sorted(os.listdir(venvs_dir))
+    except FileNotFoundError:
+        return found
+    for name in names:
+        path = os.path.join(venvs_dir, name)
+        if name.startswith(REMOVING):
+            found["leftovers"].append(path)
+            continue
+        if os.path.islink(path) or not os.path.isdir(path):
+            continue
+        marker = os.path.join(path, COMPLETE)
+        valid, stale = holds(path)
+        found["venvs"].append({"name": name, "path": path, "holds": valid, "stale": stale,
+                               "installed": os.path.getmtime(marker) if os.path.isfile(marker) else None})
+    return found
+
+
+def plan(found, keep):
+    """(kept: {name: reason}, remove: [names]) for a scan() result; keep >= 1."""
+    if keep < 1:
+        raise ValueError("keep must be 1 or more (the active venv always stays)")
+    kept = {}
+    if found["current"] is None:
+        # Nothing is known to be in use: remove nothing.
+        return {v["name"]: "kept: %s/current is not a symlink, so nothing is known to be unused"
+                % os.path.dirname(os.path.dirname(v["path"])) for v in found["venvs"]}, []
+    for venv in found["venvs"]:
+        if os.path.realpath(venv["path"]) == found["current"]:
+            kept[venv["name"]] = "active (current points at it)"
+        elif venv["holds"]:
+            kept[venv["name"]] = "held by the saved state " + ", ".join(venv["holds"])
+        elif venv["installed"] is None:
+            kept[venv["name"]] = "incomplete (in progress, or failed: the next install of its lock replaces it)"
+    complete = sorted((v for v in found["venvs"] if v["installed"] is not None),
+                      key=lambda v: (-v["installed"], v["name"]))
+    for venv in complete[:keep]:
+        kept.setdefault(venv["name"], "one of the %d most recently installed" % keep)
+    return kept, [v["name"] for v in found["venvs"] if v["name"] not in kept]
+
+
+def disk_bytes(path):
+    """Bytes on disk under path (symlinks not followed)."""
+    total = 0
+    stack = [path]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                stat = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += stat.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return total
+
+
+def _fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove(path):
+    """Rename path out of the way (atomic), then delete it. A crash leaves only a .removing-* folder."""
+    parent, name = os.path.split(path)
+    if not name.startswith(REMOVING):
+        moved = os.path.join(parent, "%s%s" % (REMOVING, name))
+        if os.path.lexists(moved):
+            shutil.rmtree(moved)
+        os.rename(path, moved)
+        _fsync_dir(parent)
+        path = moved
+    shutil.rmtree(path)

@@ -34,7 +34,7 @@ def read_bytes(path):
         return handle.read()
 
 
-def _fsync_dir(path):
+def fsync_dir(path):
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -91,7 +91,7 @@ def write_atomic(path, data, mode=0o644):
     except BaseException:
         _unlink_quietly(tmp)
         raise
-    _fsync_dir(os.path.dirname(os.path.abspath(path)))
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def replace_all(changes):
@@ -133,7 +133,7 @@ def replace_all(changes):
         raise TransactionError("writing %s failed (%s); %d file(s) already written were restored, "
                                "nothing was changed" % (failed, exc, len(done)))
     for directory in sorted(set(os.path.dirname(os.path.abspath(p)) for p, _o, _n in changes)):
-        _fsync_dir(directory)
+        fsync_dir(directory)
 
 
 def invalidate_bytecode(path):

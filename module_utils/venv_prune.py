@@ -19,6 +19,8 @@ import json
 import os
 import shutil
 
+from ansible.module_utils import atomic_files
+
 COMPLETE = ".sglang-install-complete"
 KEEP_DIR = ".sglang-keep"
 REMOVING = ".removing-"
@@ -117,14 +119,6 @@ def disk_bytes(path):
     return total
 
 
-def _fsync_dir(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def remove(path):
     """Rename path out of the way (atomic), then delete it. A crash leaves only a .removing-* folder."""
     parent, name = os.path.split(path)
@@ -133,6 +127,6 @@ def remove(path):
         if os.path.lexists(moved):
             shutil.rmtree(moved)
         os.rename(path, moved)
-        _fsync_dir(parent)
+        atomic_files.fsync_dir(parent)
         path = moved
     shutil.rmtree(path)

@@ -114,3 +114,7 @@ def test_replay_stand_in_writes_the_recorded_result(tmp_path):
     failed = subprocess.run([sys.executable, str(standin), "--out", str(out)], capture_output=True, text=True)
     assert failed.returncode == 3 and not json.loads(out.read_text())["passed"]
     assert subprocess.run([sys.executable, str(standin)], capture_output=True).returncode == 2
+    (here / "mode").write_text("crash\n")
+    out.unlink()
+    crashed = subprocess.run([sys.executable, str(standin), "--out", str(out)], capture_output=True, text=True)
+    assert crashed.returncode == 1 and "no result written" in crashed.stderr and not out.exists()

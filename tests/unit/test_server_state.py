@@ -1,19 +1,28 @@
-"""roles/sglang_benchmark/files/server_state.py: the known-good state is saved whole and put back exactly."""
-import importlib.util
-import json
+"""module_utils/server_state.py: the known-good state is saved whole and put back exactly."""
 import os
 
 import pytest
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_benchmark", "files", "server_state.py")
-spec = importlib.util.spec_from_file_location("server_state", SCRIPT)
-server_state = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(server_state)
+from ansible.module_utils import server_state
 
 
-def call(capsys, *argv):
-    server_state.main(list(argv))
-    return json.loads(capsys.readouterr().out)
+def call(_capsys, action, *argv):
+    """The old command line's words, mapped onto the library (keeps these cases readable)."""
+    opts = {"--file": [], "--glob": []}
+    words, single = list(argv), {}
+    while words:
+        word = words.pop(0)
+        if word == "--check":
+            single["check"] = True
+        elif word in opts:
+            opts[word].append(words.pop(0))
+        else:
+            single[word] = words.pop(0)
+    if action == "save":
+        files = server_state.expand(opts["--file"], opts["--glob"])
+        return server_state.save(single["--dir"], files, single.get("--link"), single.get("--hold"),
+                                 single.get("check", False))
+    return server_state.restore(single["--dir"], single.get("check", False))
 
 
 @pytest.fixture
@@ -73,8 +82,8 @@ def test_restore_refuses_when_the_saved_venv_is_gone(host, capsys):
     os.symlink(str(host / "venv-b"), str(host / "current"))
     os.rename(str(host / "venv-a"), str(host / "venv-a.pruned"))
     (host / "unit").write_text("ExecStart=bad\n")
-    with pytest.raises(SystemExit, match="is gone"):
-        server_state.main(["restore", "--dir", str(host / "known-good")])
+    with pytest.raises(server_state.StateError, match="is gone"):
+        server_state.restore(str(host / "known-good"))
     assert os.path.realpath(str(host / "current")) == str(host / "venv-b")
     assert (host / "unit").read_text() == "ExecStart=bad\n"  # nothing half-restored
 
@@ -91,3 +100,37 @@ def test_save_with_hold_keeps_the_venv_from_the_pruner_while_the_state_names_it(
     assert call(capsys, *args)["changed"] is True
     assert venv_prune.holds(str(host / "venv-b"))[0] == [str(host / "known-good" / "state.json")]
     assert venv_prune.holds(str(host / "venv-a")) == ([], [str(host / "venv-a" / ".sglang-keep" / "known-good.json")])
+
+
+def test_check_mode_save_writes_nothing(host, capsys):
+    result = call(capsys, "save", "--dir", str(host / "known-good"), "--link", str(host / "current"),
+                  "--file", str(host / "unit"), "--hold", "known-good", "--check")
+    assert result["changed"] is True
+    assert not (host / "known-good").exists()
+    assert not (host / "venv-a" / ".sglang-keep").exists()
+
+
+def test_refusals_before_anything_is_written(host, tmp_path):
+    with pytest.raises(server_state.StateError, match="absolute"):
+        server_state.save("relative/dir", [])
+    with pytest.raises(server_state.StateError, match="absolute"):
+        server_state.save(str(host / "known-good"), ["unit"])
+    with pytest.raises(server_state.StateError, match="not a symlink"):
+        server_state.save(str(host / "known-good"), [], link=str(host / "unit"))
+    with pytest.raises(server_state.StateError, match="nothing saved"):
+        server_state.restore(str(host / "nowhere"))
+    (host / "broken").mkdir()
+    (host / "broken" / "state.json").write_text("{not json")
+    with pytest.raises(server_state.StateError, match="not a saved state"):
+        server_state.restore(str(host / "broken"))
+    assert not (host / "known-good").exists()
+
+
+def test_patch_state_path_is_the_patchers_and_the_layouts():
+    """The fusion patch record is named once in Python (fusion_patcher) and mirrored once for the roles."""
+    import yaml
+    from ansible.module_utils import fusion_patcher
+    layout = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_layout", "defaults", "main.yml")
+    with open(layout, encoding="utf-8") as handle:
+        assert yaml.safe_load(handle)["sglang_layout_fusion_state"] == server_state.PATCH_STATE
+    assert server_state.PATCH_STATE.startswith(fusion_patcher.STATE_DIR_NAME + os.sep)

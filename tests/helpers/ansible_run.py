@@ -30,10 +30,11 @@ def run_module(module, args, check=False, diff=False, env=None):
     return report["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
-def run_playbook(playbook, extra_vars=None, env=None, check=False, inventory=None, limit=None):
-    """Run a playbook; returns (rc, report) where report is the ansible.posix.json callback's output."""
+def run_playbook(playbook, extra_vars=None, env=None, check=False, inventory=None, limit=None, project=REPO):
+    """Run a playbook in PROJECT (a checkout, or a copy of one); returns (rc, report) where report is the
+    ansible.posix.json callback's output."""
     env = dict(os.environ, **(env or {}))
-    env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
+    env.update(ANSIBLE_CONFIG=os.path.join(project, "ansible.cfg"),
                ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     cmd = [ANSIBLE + "-playbook", playbook, "-e", json.dumps(extra_vars or {})]
@@ -43,7 +44,7 @@ def run_playbook(playbook, extra_vars=None, env=None, check=False, inventory=Non
         cmd += ["-l", limit]
     if check:
         cmd.append("--check")
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, check=False)
     try:
         return proc.returncode, json.loads(proc.stdout)
     except ValueError:

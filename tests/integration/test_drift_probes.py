@@ -1,26 +1,25 @@
-"""playbooks/drift.yml's probes and role rescue through real Ansible on this machine (check mode), read by
-scripts/drift_report.py.
+"""roles/sglang_drift's probes and role rescue through real Ansible on this machine (check mode), read by
+module_utils/drift_report.py.
 
 A deployed host is simulated: a venv (python -m venv, a fake dist-info and, for the NCCL hook, a .pth file) with
-its lock under a temporary sglang_install_root, a `current` symlink, the driver record, a unit file, a stub HTTP
+its lock under a temporary sglang_layout_root, a `current` symlink, the driver record, a unit file, a stub HTTP
 server for /health_generate and /server_info, and a `systemctl` stand-in on PATH that answers `show`.
 """
 import http.server
-import importlib.util
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import threading
 
 import pytest
 
+from ansible.module_utils import drift_report as dr
 from tests.helpers.ansible_run import REPO, run_playbook
 
 PLAYBOOK = "tests/playbooks/drift_probes_local.yml"
-_spec = importlib.util.spec_from_file_location("drift_report", os.path.join(REPO, "scripts", "drift_report.py"))
-dr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dr)
 
 
 class Stub(http.server.BaseHTTPRequestHandler):
@@ -68,7 +67,8 @@ def host(tmp_path):
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-pkg\nVersion: 1.0\n")
     (root / "locks" / "lab-b-bbbbbbbbbbbb.txt").write_text("# lock\nfake-pkg==1.0\n")
     os.symlink(str(venv), str(root / "current"))
-    (tmp_path / "deployed-driver").write_text('{"driver_version": "580.65.06"}\n')
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "deployed-driver").write_text('{"driver_version": "580.65.06"}\n')
     bindir = tmp_path / "bin"
     bindir.mkdir()
     systemctl = bindir / "systemctl"
@@ -78,23 +78,20 @@ def host(tmp_path):
     systemctl.chmod(0o755)
     unit = tmp_path / "sglang.service"
     variables = {
-        "sglang_install_root": str(root),
+        "sglang_layout_root": str(root),
+        "sglang_layout_home": str(tmp_path / "home"),
         "sglang_install_active_venv": str(root / "venvs" / "lock-a-aaaaaaaaaaaa"),  # `current` points elsewhere
-        "drift_lock_smoke": os.path.join(REPO, "roles", "sglang_install", "files", "lock_smoke.py"),
         "nccl_tuning_effective": {},
         "nvidia_gpu": {"driver_version": "580.65.06"},
-        "drift_deployed_driver_file": str(tmp_path / "deployed-driver"),
+        "sglang_layout_unit_dir": str(tmp_path),
         "sglang_server_service": "sglang",
         "sglang_server_host": "127.0.0.1",
         "sglang_server_api_key_file": "",
-        "sglang_server_home": str(tmp_path),
         "sglang_server_restart_needed": False,
-        "drift_unit_file": str(unit),
         "fake_fails": False,
         "fake_signal": True,
-        "fake_role": "sglang_install",
-        "fake_stdout": json.dumps({"python": str(venv / "bin" / "python"), "ok": True, "missing": [],
-                                   "mismatched": []}),
+        "fake_role": "fusion_patch",
+        "fake_message": "flashinfer-python 0.6.17 in /opt/sglang/current is older than 0.6.18; refusing to patch",
     }
     env = {"PATH": str(bindir) + os.pathsep + os.environ.get("PATH", "")}
     return variables, env, {"root": root, "venv": venv, "site": site, "unit": unit, "tmp": tmp_path}
@@ -106,15 +103,29 @@ def write_unit(unit, port, extra=""):
                     "--flashinfer-allreduce-fusion-backend=trtllm%s\n" % (port, extra))
 
 
-def drift(variables, env, port, **overrides):
+def drift(variables, env, port, project=REPO, **overrides):
     variables = dict(variables, sglang_server_port=port, **overrides)
     env = dict(env, FAKE_ACTIVE=overrides.pop("fake_active", "active")) if "fake_active" in overrides else env
-    rc, report = run_playbook(PLAYBOOK, variables, env=env, check=True)
+    rc, report = run_playbook(PLAYBOOK, variables, env=env, check=True, project=project)
     return rc, dr.analyse(report)["localhost"], report
 
 
 def items(info):
-    return [(item["category"], item["task"], item["counted"]) for item in info["items"]]
+    """(category, the task name without its role prefix, counted) per item."""
+    return [(item["category"], item["task"].split(" : ", 1)[-1], item["counted"]) for item in info["items"]]
+
+
+def check(info, category, needle):
+    """The one check of CATEGORY whose item names NEEDLE."""
+    found = [c for c in info["checks"] if c["category"] == category and needle in str(c["item"])]
+    assert len(found) == 1, info["checks"]
+    return found[0]
+
+
+def lock_checks(report):
+    """sglang_install's lock check results (its task file), as the drift run recorded them."""
+    return [task["hosts"]["localhost"] for play in report["plays"] for task in play["tasks"]
+            if "roles/sglang_install/tasks/lock_check.yml" in task["task"]["path"]]
 
 
 def serving(port, tp_size=2, backend="trtllm"):
@@ -125,14 +136,13 @@ def test_a_host_as_deployed_is_clean(host, server):
     variables, env, paths = host
     write_unit(paths["unit"], server)
     serving(server)
-    rc, info, _report = drift(variables, env, server)
+    rc, info, report = drift(variables, env, server)
     assert rc == 0 and info["status"] == "clean", info["items"]
-    checks = {check["task"]: check for check in info["checks"]}
-    assert checks["Drift probe: package versions in the active venv match its lock"]["drifted"] is False
-    assert checks["Drift probe: NCCL settings effective in the server's venv"]["actual"] == {}
-    assert checks["Drift probe: GPU driver is the one the last deploy ran on"]["expected"] == "580.65.06"
-    assert checks["Drift probe: /health_generate answers 200"]["actual"] == 200
-    args = checks["Drift probe: the server serves the arguments of its unit's ExecStart"]
+    assert [(r["rc"], r["changed"]) for r in lock_checks(report)] == [(0, False)]
+    assert check(info, "nccl", "NCCL_")["actual"] == {}
+    assert check(info, "driver", "NVIDIA driver")["expected"] == "580.65.06"
+    assert check(info, "service", "/health_generate")["actual"] == 200
+    args = check(info, "service", "/server_info")
     assert args["expected"] == {"tp_size": 2, "model_path": "/srv/models/k", "flashinfer_allreduce_fusion_backend": "trtllm"}
     assert args["actual"] == args["expected"]
 
@@ -148,7 +158,8 @@ def test_host_drift_packages_nccl_driver(host, server):
     assert rc == 0 and info["status"] == "drift"
     assert info["counts"] == {"packages": 1, "nccl": 1, "driver": 1}
     by_category = {item["category"]: item for item in info["items"]}
-    assert by_category["packages"]["actual"] == "fake-pkg: lock 2.0, installed 1.0; missing sglang; missing import sglang"
+    assert by_category["packages"]["kind"] == "change"
+    assert by_category["packages"]["summary"] == "fake-pkg: lock 2.0, installed 1.0; missing sglang; missing import sglang"
     assert by_category["nccl"]["expected"] == {"NCCL_P2P_LEVEL": "PHB"}
     assert by_category["nccl"]["actual"] == {"NCCL_P2P_LEVEL": "SYS"}
     assert (by_category["driver"]["expected"], by_category["driver"]["actual"]) == ("580.65.06", "590.10.01")
@@ -158,7 +169,7 @@ def test_no_driver_record_is_not_drift(host, server):
     variables, env, paths = host
     write_unit(paths["unit"], server)
     serving(server)
-    os.unlink(str(paths["tmp"] / "deployed-driver"))
+    os.unlink(str(paths["tmp"] / "home" / "deployed-driver"))
     rc, info, _report = drift(variables, env, server)
     assert info["status"] == "clean"
     check = [c for c in info["checks"] if c["category"] == "driver"][0]
@@ -200,13 +211,11 @@ def test_a_drift_signal_is_recorded_and_the_host_goes_on(host, server):
     variables, env, paths = host
     write_unit(paths["unit"], server)
     serving(server)
-    stdout = json.dumps({"python": str(paths["venv"] / "bin" / "python"), "ok": False, "missing": ["sglang"],
-                         "mismatched": ["flashinfer-python: lock 0.6.18, installed 0.6.17"]})
-    rc, info, report = drift(variables, env, server, fake_fails=True, fake_stdout=stdout)
+    rc, info, report = drift(variables, env, server, fake_fails=True)
     assert rc == 0 and info["status"] == "drift" and info["counts"] == {"packages": 1}
     item = info["items"][0]
-    assert item["item"] == "sglang_install : Check the installed venv still matches its lock (read-only)"
-    assert item["actual"] == "flashinfer-python: lock 0.6.18, installed 0.6.17; missing sglang"
+    assert item["item"] == "fusion_patch : Admit SM120 to FlashInfer allreduce fusion (present)"
+    assert item["actual"] == variables["fake_message"]
     assert any(task["task"]["name"] == "Still running" for play in report["plays"] for task in play["tasks"])
 
 
@@ -216,9 +225,62 @@ def test_any_other_role_failure_is_an_error(host, server):
     serving(server)
     rc, info, report = drift(variables, env, server, fake_fails=True, fake_signal=False)
     assert rc != 0 and info["status"] == "error"
-    assert info["errors"] == ["sglang_install : Require a usable Python failed: /usr/bin/python3 on localhost is "
+    assert info["errors"] == ["fusion_patch : Require a usable Python failed: /usr/bin/python3 on localhost is "
                               "missing or older than 3.10"]
     assert not any(task["task"]["name"] == "Still running" for play in report["plays"] for task in play["tasks"])
     # the same task in a role without that signal is an error too
     rc, info, _report = drift(variables, env, server, fake_fails=True, fake_role="gpu_preflight")
     assert info["status"] == "error"
+
+
+TASK_NAME = re.compile(r"^(\s*- name: ).*$", re.MULTILINE)
+
+
+def renamed_copy(tmp_path):
+    """A copy of the project whose every task (and block) in every role has another name."""
+    copy = tmp_path / "renamed"
+    copy.mkdir()
+    for name in ("ansible.cfg", "library", "module_utils", "filter_plugins", "roles", "tests/playbooks"):
+        source = os.path.join(REPO, name)
+        if os.path.isdir(source):
+            shutil.copytree(source, str(copy / name), ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, str(copy / name))
+    count = 0
+    for path in sorted(copy.glob("**/tasks/*.yml")):
+        text = path.read_text()
+        renamed, found = TASK_NAME.subn(lambda m: m.group(1) + "Step %d of %s" % (m.start(), path.stem), text)
+        path.write_text(renamed)
+        count += found
+    return copy, count
+
+
+def judged(info):
+    """What a report says about a host, without the task names it quotes."""
+    return {"status": info["status"], "counts": info["counts"],
+            "items": sorted((item["kind"], item["category"], item["counted"], json.dumps(item.get("expected")),
+                             json.dumps(item.get("actual")), "" if item["kind"] == "probe" else item["summary"])
+                            for item in info["items"]),
+            "checks": sorted((check["category"], check["drifted"], json.dumps(check["actual"]))
+                             for check in info["checks"])}
+
+
+def test_renaming_every_task_changes_no_verdict_category_or_finding(host, server, tmp_path):
+    """Categories are set where findings are made, never read from task names: a copy of the project whose every
+    task is renamed ("Drift probe: ..." included) gives the same report."""
+    variables, env, paths = host
+    write_unit(paths["unit"], server)
+    serving(server)
+    Stub.health = 503
+    (paths["root"] / "locks" / "lab-b-bbbbbbbbbbbb.txt").write_text("fake-pkg==2.0\n")
+    (paths["site"] / "nccl_test_hook.pth").write_text("import os; os.environ.setdefault('NCCL_P2P_LEVEL', 'SYS')\n")
+    scenario = dict(nccl_tuning_effective={"NCCL_P2P_LEVEL": "PHB"}, nvidia_gpu={"driver_version": "590.10.01"},
+                    fake_fails=True, sglang_server_restart_needed=True)
+    _rc, original, _report = drift(variables, env, server, **scenario)
+    copy, count = renamed_copy(tmp_path)
+    assert count > 100
+    _rc, renamed, report = drift(variables, env, server, project=str(copy), **scenario)
+    names = [task["task"]["name"] for play in report["plays"] for task in play["tasks"]]
+    assert not any("drift probe" in name.lower() for name in names) and any("Step " in name for name in names)
+    assert judged(renamed) == judged(original)
+    assert original["counts"] == {"packages": 2, "nccl": 1, "driver": 1, "service": 1}

@@ -1,4 +1,4 @@
-"""scripts/drift_report.py on synthetic ansible.posix.json output: statuses, categories, diffs, probes, outputs.
+"""module_utils/drift_report.py (and its command line, scripts/drift_report.py) on synthetic ansible.posix.json output: statuses, categories, diffs, probes, outputs.
 
 The results below have the shapes the callback records for these modules in check + diff mode (checked against
 real runs of ansible-core 2.19: template/copy diffs name the controller's temporary source as after_header,
@@ -15,11 +15,28 @@ import sys
 
 import pytest
 
+from ansible.module_utils import drift_report as dr
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "scripts", "drift_report.py")
-_spec = importlib.util.spec_from_file_location("drift_report", SCRIPT)
-dr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(dr)
+# The task file each synthetic task comes from, as the callback records it (role prefix -> roles/<role>/tasks/).
+TASK_FILES = {
+    "Write the unit": "unit.yml", "Write the API key environment file (root only)": "api_key.yml",
+    "Write the runtime environment for the server": "environment.yml",
+    "Check the installed venv still matches its lock (read-only)": "lock_check.yml",
+    "Create the code directories, root-owned so the service cannot change its own code": "account.yml",
+    "Create the service's state directories": "account.yml",
+    "Create the service user": "account.yml", "Create the service group": "account.yml",
+}
+
+
+def task_path(name, index=0):
+    """Where the callback says a task named NAME is (roles/<role>/tasks/<file>.yml:<line>)."""
+    if " : " not in name:
+        return "/work/project/roles/sglang_drift/tasks/probes.yml:%d" % index
+    role, task = name.split(" : ", 1)
+    task = task.split(" (")[0] if task not in TASK_FILES else task
+    return "/work/project/roles/%s/tasks/%s:%d" % (role, TASK_FILES.get(task, "main.yml"), index)
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, 0, tzinfo=datetime.timezone.utc)
 VENV_A = "/opt/sglang/venvs/sglang-0.5.21-cp312-x86_64-aaaaaaaaaaaa"
@@ -48,7 +65,7 @@ def run_of(tasks, stats, play="Drift of the prepared hosts"):
         "plays": [{
             "play": {"name": play, "id": "p1", "path": "playbooks/drift.yml:14",
                      "duration": {"start": "2026-11-30T11:59:00.000000Z", "end": "2026-11-30T11:59:50.000000Z"}},
-            "tasks": [{"task": {"name": name, "id": "t%d" % index, "path": "x.yml:%d" % index,
+            "tasks": [{"task": {"name": name, "id": "t%d" % index, "path": task_path(name, index),
                                 "duration": {"start": "", "end": ""}}, "hosts": hosts}
                       for index, (name, hosts) in enumerate(tasks)],
         }],
@@ -184,31 +201,24 @@ def test_a_host_without_recap_is_an_error():
 # Categories
 
 
-@pytest.mark.parametrize("name, category", [
-    ("fusion_patch : Admit SM120 to FlashInfer allreduce fusion (present)", "patch"),
-    ("fusion_patch : Restore the original files (fusion stays off on this host)", "patch"),
-    ("sglang_install : Check the installed venv still matches its lock (read-only)", "packages"),
-    ("sglang_install : Install exactly the pinned packages (--no-deps)", "packages"),
-    ("sglang_install : Keep a copy of the lock next to its venv", "packages"),
-    ("Drift probe: package versions in the active venv match its lock", "packages"),
-    ("nccl_tuning : Validate and deliver the NCCL settings (present)", "nccl"),
-    ("Drift probe: NCCL settings effective in the server's venv", "nccl"),
-    ("sglang_install : Write the runtime environment for the server", "environment"),
-    ("sglang_server : Write the API key environment file (root only)", "environment"),
-    ("sglang_server : Write the unit", "unit"),
-    ("Drift probe: the sglang service is active and enabled", "service"),
-    ("Drift probe: /health_generate answers 200", "service"),
-    ("sglang_server : Install the model checker", "service"),
-    ("sglang_install : Point current at this lock's venv (atomic rename of the symlink)", "venv"),
-    ("sglang_install : Create the venv", "venv"),
-    ("sglang_install : Mark the venv complete", "venv"),
-    ("Drift probe: GPU driver is the one the last deploy ran on", "driver"),
-    ("sglang_install : Create the service user", "other"),
-    ("sglang_install : Create the service's state directories (/var/lib/sglang)", "other"),
-    ("gpu_preflight : Show IOMMU and ACS state", "other"),
+@pytest.mark.parametrize("path, category", [
+    ("/p/roles/fusion_patch/tasks/patch.yml:2", "patch"),
+    ("/p/roles/fusion_patch/tasks/canary.yml:40", "patch"),
+    ("/p/roles/sglang_install/tasks/lock_check.yml:3", "packages"),
+    ("/p/roles/nccl_tuning/tasks/main.yml:20", "nccl"),
+    ("/p/roles/sglang_install/tasks/environment.yml:2", "environment"),
+    ("/p/roles/sglang_server/tasks/unit.yml:22", "unit"),
+    ("/p/roles/sglang_server/tasks/models.yml:2", "service"),
+    ("/p/roles/sglang_install/tasks/venv.yml:75", "venv"),
+    ("/usr/share/ansible/collections/ansible_collections/gpufleet/sglang/roles/sglang_install/tasks/venv.yml:75",
+     "venv"),
+    ("/p/roles/sglang_install/tasks/account.yml:9", "other"),
+    ("/p/roles/gpu_preflight/tasks/host.yml:70", "other"),
+    ("/p/playbooks/drift.yml:30", "other"),
+    ("", "other"),
 ])
-def test_category_table(name, category):
-    assert dr.category_for(name) == category
+def test_category_of_the_task_file_that_produced_a_change(path, category):
+    assert dr.category_for_task(path) == category
 
 
 def test_paths_refine_the_category():
@@ -218,6 +228,7 @@ def test_paths_refine_the_category():
     assert dr.category_for_paths(["/etc/systemd/system/sglang.service"]) == "unit"
     assert dr.category_for_paths([SITE + "/sglang/srt/layers/communicator.py"]) is None
     assert dr.category_for_paths([]) is None
+    assert dr.category_for_paths(["/opt/sglang/locks/lab-a-0123.txt"]) == "packages"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -439,11 +450,21 @@ def test_probe_compares_json_values_and_honours_drifted():
         "expected": None, "actual": "580", "drifted": "false", "note": "no record"}}))[0]["drifted"]
 
 
-def test_probe_item_defaults_to_its_label_and_the_category_to_the_table():
+def test_probe_item_defaults_to_its_label_and_a_missing_or_unknown_category_is_other():
     info = probe_info("sglang_server : Drift probe: NCCL in the venv", ok(ansible_facts={"drift": {
         "expected": {"NCCL_P2P_LEVEL": "PHB"}, "actual": {}}}))
     item = only_item(info)
-    assert item["item"] == "NCCL in the venv" and item["category"] == "nccl"
+    assert item["item"] == "NCCL in the venv" and item["category"] == "other"
+    info = probe_info("Drift probe: x", ok(ansible_facts={"drift": {"expected": 1, "actual": 2, "category": "nccl!"}}))
+    assert only_item(info)["category"] == "other"
+
+
+def test_a_probe_is_known_by_its_result_not_its_name():
+    """Any set_fact of `drift` is a probe, whatever the task is called; nothing else is."""
+    info = probe_info("Compare the driver", ok(ansible_facts={"drift": {
+        "item": "NVIDIA driver", "expected": "570.86.10", "actual": "580.65.06", "category": "driver"}}))
+    assert only_item(info)["kind"] == "probe" and only_item(info)["category"] == "driver"
+    assert probe_info("Drift probe: not a probe", ok(ansible_facts={"other": 1}))["items"] == []
 
 
 def test_probe_empty_value_is_nothing_to_compare():
@@ -460,22 +481,11 @@ def test_probe_list_and_loop():
     assert [item["item"] for item in probe_info("Drift probe: several", loop)["items"]] == ["b"]
 
 
-def test_assert_probe_with_failed_when_false():
-    failing = ok(action="ansible.builtin.assert", assertion="__info.tp_size == 8", evaluated_to=False,
-                 failed_when_result=False, msg="served tp_size 4")
-    item = only_item(probe_info("Drift probe: served tensor parallelism", failing))
-    assert item["expected"] == "__info.tp_size == 8" and item["actual"] == "served tp_size 4"
-    assert item["category"] == "other"
-    passing = ok(action="ansible.builtin.assert", assertion="x", evaluated_to=True, msg="All assertions passed")
-    assert probe_info("Drift probe: served tensor parallelism", passing)["status"] == "clean"
-
-
-def test_probe_names_are_matched_case_insensitively_with_a_role_prefix():
+def test_probe_labels_drop_the_role_prefix_and_the_conventional_drift_probe_prefix():
     assert dr.probe_label("drift probe: x") == "x"
     assert dr.probe_label("Drift probe:   y z") == "y z"
     assert dr.probe_label("sglang_server : Drift probe: w") == "w"
-    assert dr.probe_label("Not a drift probe: x") is None
-    assert dr.probe_label("sglang_server : Write the unit") is None
+    assert dr.probe_label("sglang_drift : Compare the driver") == "Compare the driver"
 
 
 def test_probe_results_never_count_as_changes_and_skipped_probes_say_nothing():

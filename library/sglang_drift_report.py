@@ -15,7 +15,7 @@ description:
     unreachable; every drift item has a category (patch, packages, nccl, environment, unit, service, venv, driver,
     other) set where it was produced, never read from task names.
   - Writes the JSON report, a Prometheus textfile (node_exporter) and a timestamped report in a folder (keeping
-    the newest), each atomically. The verdict is returned, not raised: drift is a result, not a failure.
+    the newest), each atomically. The verdict is returned, not raised (drift is a result, not a failure).
 author:
   - sglang-sm120-deploy contributors
 options:

@@ -19,7 +19,7 @@ def make_venv(root, name, installed=None, complete=True):
 
 
 def hold(venv, state_dir, target):
-    """A saved state (as server_state.py writes it) naming target, and venv's hold file naming that state."""
+    """A saved state (as module_utils/server_state.py writes it) naming target, and venv's hold file naming that state."""
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "state.json").write_text(json.dumps({"link": {"path": "/opt/sglang/current",
                                                                "target": str(target)}}))

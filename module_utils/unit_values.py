@@ -87,6 +87,11 @@ def text(name, value):
     return []
 
 
+def comment(name, value):
+    """Text written as a comment line: anything printable; a line break would end the comment early."""
+    return _string(name, value) or _control(name, value)
+
+
 def path(name, value, under=None):
     """An absolute, normalized path (no '..', '.', '//', trailing '/'), safe as one argument; optionally under a
     directory."""
@@ -181,7 +186,7 @@ def env_name(name, value):
 
 
 CHECKS = {
-    "word": word, "text": text, "path": path, "identifier": identifier, "unit_name": unit_name, "host": host,
+    "word": word, "text": text, "comment": comment, "path": path, "identifier": identifier, "unit_name": unit_name, "host": host,
     "integer": integer, "env_value": env_value, "env_name": env_name,
 }
 

@@ -109,6 +109,13 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    bad = [flag for flag, successors in p["renamed"].items()
+           if not str(flag).startswith("--") or not isinstance(successors, list) or not successors
+           or not all(isinstance(new, str) and new.startswith("--") for new in successors)]
+    if bad:
+        module.fail_json(msg="renamed maps an old flag to a list of its successors, each a --flag string "
+                             "(e.g. --cuda-graph-max-bs: [--cuda-graph-max-bs-decode]); not so for %s"
+                             % ", ".join(sorted(str(flag) for flag in bad)))
     candidates = [p["site_packages"]] if p["site_packages"] else pv.site_packages_dirs(p["venv"])
     site = next((path for path in candidates if os.path.isdir(os.path.join(path, "sglang"))), None)
     if site is None:

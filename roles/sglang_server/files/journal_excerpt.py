@@ -19,12 +19,18 @@ PATTERNS = [
 ]
 
 
+def _keep_quotes(match):
+    value = match.group(2)
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return match.group(1) + quote + REDACTED + quote
+
+
 def redact(text, keys):
     for key in keys:
         if key:
             text = text.replace(key, REDACTED)
     for pattern in PATTERNS:
-        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+        text = pattern.sub(_keep_quotes, text)
     return text
 
 

@@ -186,8 +186,8 @@ def env_name(name, value):
 
 
 CHECKS = {
-    "word": word, "text": text, "comment": comment, "path": path, "identifier": identifier, "unit_name": unit_name, "host": host,
-    "integer": integer, "env_value": env_value, "env_name": env_name,
+    "word": word, "text": text, "comment": comment, "path": path, "identifier": identifier,
+    "unit_name": unit_name, "host": host, "integer": integer, "env_value": env_value, "env_name": env_name,
 }
 
 

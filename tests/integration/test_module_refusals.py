@@ -39,6 +39,14 @@ def test_server_args_renamed_map_must_hold_flag_strings(tmp_path, renamed):
     assert "renamed maps an old flag to a list of its successors" in msg
 
 
+@pytest.mark.parametrize("arg,rule", [("--served-model-name=a\nExecStartPre=+/bin/id", "newline"),
+                                      ("--chat-template=%h/t", "specifier"), ("a b", "whitespace")])
+def test_server_args_refuses_what_the_unit_would_read_differently(tmp_path, arg, rule):
+    msg = refused("sglang_server_args", {"venv": str(tmp_path / "venv"), "argv": ["--model-path", "/m", arg]},
+                  tmp_path)
+    assert "refused before it reaches the unit" in msg and "argv[2]" in msg and rule in msg, msg
+
+
 # ----------------------------------------------------------------------------------------- sglang_fusion_patch
 
 def fake_venv(root):

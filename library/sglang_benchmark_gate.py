@@ -23,7 +23,7 @@ author:
   - sglang-sm120-deploy contributors
 options:
   host:
-    description: The host measured (names its artifact folder).
+    description: The host measured (names its artifact folder, so letters, digits, ".", "_", "-" only).
     type: str
     required: true
   measurement:
@@ -49,7 +49,7 @@ options:
     type: bool
     default: false
   margin_pct:
-    description: Required gain over the baseline, in percent (may be negative to tolerate a loss).
+    description: Required gain over the baseline, in percent (0 or more; 0 passes a server as fast as the baseline).
     type: float
     default: 5.0
   gate_concurrency:
@@ -194,8 +194,13 @@ def main():
     )
     p = module.params
     measurement = p["measurement"]
+    problems = bench_gate.input_problems(p["host"], p["margin_pct"], p["gate_concurrency"], p["min_match_rate"],
+                                         p["baseline_tok_s"])
+    if problems:
+        module.fail_json(msg="benchmark gate refused its inputs, nothing written: %s" % "; ".join(problems))
     try:
-        num_prompts = int(measurement["settings"]["num_prompts"])
+        num_prompts = bench_gate.count((measurement.get("settings") or {}).get("num_prompts"),
+                                       "measurement settings.num_prompts")
         summary = bench_gate.summarize(measurement.get("runs", []), num_prompts)
         if p["record_baseline"]:
             _record(module, p, measurement, summary, num_prompts)
@@ -222,7 +227,7 @@ def main():
                 correctness = bench_gate.compare_completions(baseline["completions"], measurement["completions"])
         verdict = bench_gate.judge(summary, p["gate_concurrency"], baseline_tok_s, p["margin_pct"], correctness,
                                    p["min_match_rate"])
-    except (bench_gate.GateInputError, KeyError, TypeError) as exc:
+    except (bench_gate.GateInputError, KeyError, TypeError, ValueError, AttributeError) as exc:
         module.fail_json(msg="%s: benchmark gate cannot judge: %s" % (p["host"], exc))
     message = bench_gate.describe(p["host"], verdict, summary, source, correctness, p["min_match_rate"])
     stats = summary[p["gate_concurrency"]]

@@ -50,15 +50,19 @@ options:
     choices: [warn, fail]
     default: warn
   env_file:
-    description: EnvironmentFile for the server unit.
+    description: EnvironmentFile for the server unit: an absolute, normalized path to a file (not a directory).
     type: path
     default: /etc/sglang/nccl.env
   hook_name:
-    description: Module name of the start-up hook in the venv's site-packages.
+    description: Module name of the start-up hook in the venv's site-packages (a Python identifier).
     type: str
     default: sglang_nccl_env
 notes:
   - Supports check mode and diff mode.
+  - Every name, value and reason is checked by module_utils/unit_values.py before anything is written: a newline,
+    whitespace, a quote, a backslash, C($) or C(%) in a value is refused, so the EnvironmentFile and the hook hold
+    the same string and neither gains a line. The hook, the .pth and the environment file are made 0644 and root's
+    on every run.
 """
 
 EXAMPLES = r"""
@@ -86,6 +90,11 @@ sglang_overrides:
 notes: {description: Why the profile set what it set., returned: always, type: list, elements: str}
 errors: {description: Why the settings were refused., returned: failure, type: list, elements: str}
 files: {description: The hook module, the .pth and the environment file., returned: always, type: list, elements: str}
+modes_fixed:
+  description: Delivered files whose content was right but whose mode or owner was not (now 0644, root).
+  returned: success
+  type: list
+  elements: str
 """
 
 import os
@@ -121,19 +130,31 @@ def main():
                                           p["release_policy"], p["env_file"], p["hook_name"])
     except nccl_tuner.Refused as exc:
         module.fail_json(msg=exc.msg, **exc.result)
+    except (OSError, UnicodeDecodeError) as exc:
+        module.fail_json(msg="NCCL settings not delivered, nothing written: %s" % exc)
     for warning in result.pop("warnings"):
         module.warn(warning)
-    if changes and not module.check_mode:
+    # Modes and owners are enforced on every run, not only when a file is created.
+    wrong_modes = [path for path in nccl_tuner.mode_problems(result["files"])
+                   if path not in [change[0] for change in changes]]
+    if (changes or wrong_modes) and not module.check_mode:
         directory = os.path.dirname(p["env_file"])
-        if not os.path.isdir(directory):
-            os.makedirs(directory, mode=0o755)
         try:
+            if not os.path.isdir(directory):
+                os.makedirs(directory)
+                os.chmod(directory, nccl_tuner.DIR_MODE)  # makedirs' mode is filtered by the umask
             atomic_files.replace_all(changes)
+            nccl_tuner.enforce_modes(result["files"])
         except atomic_files.TransactionError as exc:
             module.fail_json(msg=str(exc), **result)
-    result["changed"] = bool(changes)
+        except OSError as exc:
+            module.fail_json(msg="NCCL settings: could not write %s: %s" % (directory, exc), **result)
+    result["changed"] = bool(changes or wrong_modes)
+    result["modes_fixed"] = wrong_modes
     if module._diff:
-        result["diff"] = nccl_tuner.diff_entries(changes)
+        result["diff"] = nccl_tuner.diff_entries(changes) + [
+            {"before_header": path, "after_header": path, "before": "mode/owner as found\n",
+             "after": "mode %o, owner root\n" % nccl_tuner.FILE_MODE} for path in wrong_modes]
     module.exit_json(**result)
 
 

@@ -80,6 +80,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import pkg_versions as pv
 from ansible.module_utils import sglang_cli_args as cli
+from ansible.module_utils import unit_values
 
 
 def rename_flags(flags, argv, renamed, notes):
@@ -109,6 +110,18 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    bad = [flag for flag, successors in p["renamed"].items()
+           if not str(flag).startswith("--") or not isinstance(successors, list) or not successors
+           or not all(isinstance(new, str) and new.startswith("--") for new in successors)]
+    if bad:
+        module.fail_json(msg="renamed maps an old flag to a list of its successors, each a --flag string "
+                             "(e.g. --cuda-graph-max-bs: [--cuda-graph-max-bs-decode]); not so for %s"
+                             % ", ".join(sorted(str(flag) for flag in bad)))
+    # The command line goes into ExecStart=: nothing systemd would split, expand or read as a new directive.
+    unsafe = [error for index, arg in enumerate(p["argv"]) for error in unit_values.word("argv[%d]" % index, arg)]
+    if unsafe:
+        module.fail_json(msg="command line refused before it reaches the unit: %s" % "; ".join(unsafe),
+                         errors=unsafe)
     candidates = [p["site_packages"]] if p["site_packages"] else pv.site_packages_dirs(p["venv"])
     site = next((path for path in candidates if os.path.isdir(os.path.join(path, "sglang"))), None)
     if site is None:

@@ -63,7 +63,13 @@ def main():
     root, keep = module.params["root"], module.params["keep"]
     if keep < 1:
         module.fail_json(msg="keep must be 1 or more (the active venv always stays), got %d" % keep)
-    found = venv_prune.scan(root)
+    problem = venv_prune.root_problem(root)
+    if problem:
+        module.fail_json(msg=problem, changed=False)
+    try:
+        found = venv_prune.scan(root)
+    except OSError as exc:
+        module.fail_json(msg="cannot read the venvs under %s: %s; nothing was removed" % (root, exc), changed=False)
     kept, remove = venv_prune.plan(found, keep)
     paths = {venv["name"]: venv["path"] for venv in found["venvs"]}
     result = {"removed": [paths[name] for name in remove], "kept": kept, "leftovers": found["leftovers"],

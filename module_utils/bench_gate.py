@@ -14,6 +14,7 @@ Rules (the reasons are in the role's README section):
 from __future__ import annotations
 
 import json
+import re
 import statistics
 
 RESULT_KEYS = ("output_throughput", "completed", "mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms",
@@ -40,6 +41,40 @@ def parse_result_lines(text):
     return results
 
 
+_SAFE_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+
+
+def input_problems(host, margin_pct, gate_concurrency, min_match_rate, baseline_tok_s=None):
+    """Bounds of the gate's own parameters; the host names a folder under the results directory."""
+    problems = []
+    if not isinstance(host, str) or not _SAFE_HOST.match(host) or host in (".", ".."):
+        problems.append("host %r cannot name a results folder: letters, digits, '.', '_', '-' only, starting with "
+                        "a letter or digit (no '/', '..', spaces or newlines)" % (host,))
+    if margin_pct is None or not margin_pct >= 0:
+        problems.append("margin_pct must be 0 or more (got %s): a negative margin would pass a slower server" %
+                        margin_pct)
+    if gate_concurrency is None or gate_concurrency < 1:
+        problems.append("gate_concurrency must be 1 or more (got %s)" % gate_concurrency)
+    if min_match_rate is None or not 0 <= min_match_rate <= 1:
+        problems.append("min_match_rate must be from 0 to 1 (got %s)" % min_match_rate)
+    if baseline_tok_s is not None and not baseline_tok_s > 0:
+        problems.append("baseline_tok_s must be above 0 (got %s)" % baseline_tok_s)
+    return problems
+
+
+def count(value, what):
+    """A whole, non-negative count from the measurement (JSON may hold it as 8, 8.0 or "8")."""
+    if isinstance(value, bool):
+        raise GateInputError("%s must be a whole number, got %r" % (what, value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise GateInputError("%s must be a whole number, got %r" % (what, value))
+    if number != number or number < 0 or number != int(number):
+        raise GateInputError("%s must be a whole number, got %r" % (what, value))
+    return int(number)
+
+
 def run_problem(run, num_prompts):
     """Why a run does not count, or None."""
     if run.get("error"):
@@ -63,8 +98,10 @@ def _median(values):
 def summarize(runs, num_prompts):
     """Per concurrency: counted runs, median and spread of output tok/s, latencies, accept length."""
     by_concurrency = {}
+    if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
+        raise GateInputError("the measurement's runs must be a list of run records")
     for run in runs:
-        by_concurrency.setdefault(int(run["concurrency"]), []).append(run)
+        by_concurrency.setdefault(count(run.get("concurrency"), "a run's concurrency"), []).append(run)
     summary = {}
     for concurrency, group in sorted(by_concurrency.items()):
         problems = []

@@ -116,13 +116,42 @@ def server_flag_for(venv):
 
 
 def load_state(state_dir):
+    """The patch record; a record that is not JSON or not of its shape is refused, naming the file."""
     path = os.path.join(state_dir, "state.json")
     if not os.path.exists(path):
         return {"version": 1, "files": {}}
-    with open(path, "r", encoding="utf-8") as handle:
-        state = json.load(handle)
+    how = "it records which files this module changed and their original bytes; restore it from a backup, or " \
+          "reinstall the venv (sglang_install) and remove %s" % state_dir
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PatchRefused("%s is corrupt (not JSON: %s); nothing was changed: %s" % (path, exc, how))
+    except OSError as exc:
+        raise PatchRefused("%s cannot be read (%s); nothing was changed" % (path, exc))
+    problem = _state_shape_problem(state)
+    if problem:
+        raise PatchRefused("%s has the wrong shape (%s); nothing was changed: %s" % (path, problem, how))
     state.setdefault("files", {})
     return state
+
+
+def _state_shape_problem(state):
+    if not isinstance(state, dict):
+        return "a JSON object was expected, found %s" % type(state).__name__
+    files = state.get("files", {})
+    if not isinstance(files, dict):
+        return "'files' must map file paths to records, found %s" % type(files).__name__
+    for rel, record in files.items():
+        if not isinstance(record, dict):
+            return "the record of %s is not an object" % rel
+        for key in ("sha256_before", "sha256_after"):
+            value = record.get(key)
+            if not isinstance(value, str) or not re.match(r"^[0-9a-f]{64}$", value):
+                return "the record of %s has no valid %s" % (rel, key)
+        if os.path.isabs(rel) or ".." in rel.split("/"):
+            return "the record names %s, which is not a path inside the venv" % rel
+    return None
 
 
 def save_state(state_dir, state):

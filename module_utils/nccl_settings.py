@@ -21,6 +21,7 @@ COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce",
 ALLGATHER_ALGORITHMS = ("ring", "nvls", "collnetdirect", "pat")
 DEBUG_LEVELS = ("VERSION", "WARN", "INFO", "TRACE")
 PER_COLLECTIVE_SINCE = (2, 24)
+BUFFSIZE_MAX = 1 << 30  # 1 GiB per channel buffer; larger values exhaust GPU memory long before they help
 CTAS_64_SINCE = (2, 25)
 
 # Releases with known failures on RTX PRO 6000 / SM120 (NVIDIA/nccl issue tracker).
@@ -55,10 +56,14 @@ class Context(object):
 
 
 def _int(value):
-    try:
-        return int(str(value).strip(), 0)
-    except ValueError:
-        return None
+    # Only the forms NCCL's strtoll(value, NULL, 0) and Python read alike: decimal without a leading zero (C reads
+    # 010 as octal) and 0x hex; no 1_000, no spaces, at most 12 digits.
+    text = str(value)
+    if re.match(r"^(0|[1-9][0-9]{0,11})$", text):
+        return int(text)
+    if re.match(r"^0[xX][0-9a-fA-F]{1,10}$", text):
+        return int(text, 16)
+    return None
 
 
 def _check_choice(choices, label):
@@ -102,8 +107,9 @@ def _check_p2p_level(name, value, ctx):
 
 def _check_buffsize(name, value, ctx):
     number = _int(value)
-    if number is None or number < 65536 or number & (number - 1):
-        return ["%s=%s: a power of two in bytes, at least 65536 (NCCL's default is 4194304)" % (name, value)], []
+    if number is None or number < 65536 or number > BUFFSIZE_MAX or number & (number - 1):
+        return ["%s=%s: a power of two in bytes, from 65536 to %d (NCCL's default is 4194304)" % (
+            name, value, BUFFSIZE_MAX)], []
     return [], []
 
 

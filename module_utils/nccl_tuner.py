@@ -9,6 +9,12 @@ from ansible.module_utils import nccl_delivery as nd
 from ansible.module_utils import nccl_settings as ns
 from ansible.module_utils import pkg_versions as pv
 from ansible.module_utils import sglang_env_overrides as so
+from ansible.module_utils import unit_values as uv
+
+# Every file delivered is root's and read-only for others, enforced on every run (a hook that is writable by
+# anyone is code that root's Python imports).
+FILE_MODE = 0o644
+DIR_MODE = 0o755
 
 NCCL_DISTRIBUTIONS = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
 
@@ -40,6 +46,71 @@ def inspect_venv(site):
     return nccl, overrides, pv.find_distribution(versions, "sglang")
 
 
+def check_locations(env_file, hook_name):
+    """Refuse, before anything is read or written, file and module names that would land elsewhere."""
+    errors = uv.path("env_file", env_file) + uv.identifier("hook_name", hook_name)
+    if not errors and os.path.isdir(env_file):
+        errors.append("env_file %s is a directory; it must name the EnvironmentFile itself" % env_file)
+    if not errors and os.path.exists(os.path.dirname(env_file)) and not os.path.isdir(os.path.dirname(env_file)):
+        errors.append("env_file %s: %s is not a directory" % (env_file, os.path.dirname(env_file)))
+    if errors:
+        raise Refused("NCCL settings refused, nothing written: " + "; ".join(errors), {"errors": errors})
+
+
+def check_gpu_facts(gpu_facts):
+    """The shape of the nvidia_gpu facts the profile reads; a message instead of a traceback."""
+    if not isinstance(gpu_facts, dict):
+        return ["gpu_facts must be a mapping (the nvidia_gpu facts), got %s" % type(gpu_facts).__name__]
+    topology = gpu_facts.get("topology")
+    if topology in (None, {}):
+        return []
+    if not isinstance(topology, dict):
+        return ["gpu_facts.topology must be a mapping, got %s" % type(topology).__name__]
+    gpus, matrix = topology.get("gpus", []), topology.get("matrix", {})
+    if not isinstance(gpus, list) or not all(isinstance(g, str) for g in gpus):
+        return ["gpu_facts.topology.gpus must be a list of GPU labels (GPU0, GPU1, ...)"]
+    if not isinstance(matrix, dict) or not all(isinstance(row, dict) and all(isinstance(v, str) for v in row.values())
+                                               for row in matrix.values()):
+        return ["gpu_facts.topology.matrix must map each GPU label to {GPU label: link type}"]
+    return []
+
+
+def check_settings(settings):
+    """Names and values as they will be written to the EnvironmentFile and the hook (no injection, no quoting)."""
+    if not isinstance(settings, dict):
+        return ["settings must be a mapping of NAME: value"]
+    errors = []
+    for name in sorted(settings, key=str):
+        spec = settings[name]
+        errors += uv.env_name("the settings name %r" % (name,), name)
+        value = spec.get("value") if isinstance(spec, dict) else spec
+        if isinstance(spec, dict) and spec.get("reason") is not None:
+            errors += uv.comment("%s.reason" % name, spec["reason"])
+        if value is not None and not (isinstance(value, str) and value.strip() == ""):
+            errors += uv.env_value(str(name), value)
+    return errors
+
+
+def mode_problems(paths, uid=None, gid=None):
+    """Delivered files whose mode or owner differs from what is enforced."""
+    uid = os.geteuid() if uid is None else uid
+    gid = os.getegid() if gid is None else gid
+    found = []
+    for path in paths:
+        if os.path.exists(path):
+            info = os.stat(path)
+            if info.st_mode & 0o7777 != FILE_MODE or (os.geteuid() == 0 and (info.st_uid, info.st_gid) != (uid, gid)):
+                found.append(path)
+    return found
+
+
+def enforce_modes(paths):
+    for path in paths:
+        os.chmod(path, FILE_MODE)
+        if os.geteuid() == 0:
+            os.chown(path, 0, 0)
+
+
 def choose_profile(profile, gpu_facts):
     if profile != "auto":
         return profile
@@ -49,7 +120,11 @@ def choose_profile(profile, gpu_facts):
 def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="warn",
          env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env"):
     """Validate; returns (result, [(path, old or None, new)]) or raises Refused."""
-    gpu_facts = gpu_facts or {}
+    check_locations(env_file, hook_name)
+    gpu_facts = {} if gpu_facts is None else gpu_facts
+    shape = check_gpu_facts(gpu_facts) + check_settings(settings or {})
+    if shape:
+        raise Refused("NCCL settings refused, nothing written: " + "; ".join(shape), {"errors": shape})
     site = site_packages(venv)
     nccl, overrides, sglang = inspect_venv(site)
     chosen = choose_profile(profile, gpu_facts)
@@ -89,6 +164,7 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
 
 def removal(venv, env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env"):
     """Files to remove for state=absent (the ones that exist)."""
+    check_locations(env_file, hook_name)
     site = site_packages(venv)
     paths = [os.path.join(site, hook_name + ".pth"), os.path.join(site, hook_name + ".py"), env_file]
     return [path for path in paths if os.path.exists(path)]

@@ -51,6 +51,18 @@ def holds(venv):
     return valid, stale
 
 
+def root_problem(root):
+    """Why ``root`` cannot hold venvs (a message), or None; a missing root holds nothing to prune."""
+    if not os.path.isabs(root) or os.path.normpath(root) != root:
+        return "root must be an absolute, normalized path (got %r)" % root
+    if os.path.exists(root) and not os.path.isdir(root):
+        return "root %s is not a directory; nothing was removed" % root
+    venvs_dir = os.path.join(root, "venvs")
+    if os.path.exists(venvs_dir) and not os.path.isdir(venvs_dir):
+        return "%s is not a directory; nothing was removed" % venvs_dir
+    return None
+
+
 def scan(root):
     """{'current', 'venvs': [{name, path, installed (mtime of the complete marker or None), holds, stale}],
     'leftovers': [paths of interrupted removals]}."""

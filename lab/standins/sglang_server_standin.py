@@ -410,6 +410,52 @@ OLD_DESTS = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_si
              "data_parallel_size": "dp_size", "cuda_graph_max_bs": "cuda_graph_max_bs_decode"}
 
 
+def _read_yaml_mapping(path):
+    """The top-level mapping of a YAML options file: PyYAML when the venv has it (SGLang needs it), else the
+    subset the sglang_server role writes (``key: "JSON string"``, ``key: scalar``, ``key: true``)."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        import yaml  # pylint: disable=import-outside-toplevel
+        data = yaml.safe_load(text)
+    except ImportError:
+        data = {}
+        for line in text.splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            key, _, raw = line.partition(":")
+            raw = raw.strip()
+            value = json.loads(raw) if raw.startswith('"') else {"true": True, "false": False}.get(raw, raw)
+            data[key.strip()] = value
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValueError("Config file must contain a dictionary at root level")
+    return data
+
+
+def merge_config(argv):
+    """``--config FILE`` as sglang 0.5.21's ConfigArgumentMerger does it: the file's options first, then the
+    command line (which wins). The merged list stays in memory: the process arguments show only the path."""
+    if "--config" not in argv:
+        return argv
+    index = argv.index("--config")
+    if index == len(argv) - 1:
+        _usage_error("No config file specified after --config flag!")
+    path = argv[index + 1]
+    if not path.endswith((".yaml", ".yml")) or not os.path.exists(path):
+        _usage_error("Config file must be YAML format and exist, got: %s" % path)
+    merged = []
+    for key, value in _read_yaml_mapping(path).items():
+        if isinstance(value, bool):
+            merged += ["--%s" % key] if value else []
+        elif isinstance(value, list):
+            merged += ["--%s" % key] + [str(item) for item in value] if value else []
+        else:
+            merged += ["--%s" % key, str(value)]
+    return merged + argv[:index] + argv[index + 2:]
+
+
 def parse_flags(argv):
     """(namespace, extra {dest: value} the stand-in has no flag for, how the flags were checked)."""
     parser = build_parser()
@@ -1367,7 +1413,7 @@ def main(argv):
     except ConfigError as exc:
         sys.stderr.write("sglang STAND-IN: bad config: %s\n" % exc)
         return EX_CONFIG
-    args, extra, checked_with = parse_flags(argv)
+    args, extra, checked_with = parse_flags(merge_config(list(argv)))
     server = Server(args, extra, cfg, list(argv))  # launch_command: the flags, as prepare_server_args keeps them
     Handler.standin = server
     signal.signal(signal.SIGTERM, on_sigterm)

@@ -562,6 +562,26 @@ def test_api_key(standin):
     assert "s3cret" not in server.output().split("server_args=")[0]
 
 
+def test_api_key_from_a_config_file_stays_out_of_the_process_arguments(standin, tmp_path):
+    """How the sglang_server role passes the key: --config <yaml> (sglang 0.5.4-0.5.23 merge it in memory)."""
+    options = tmp_path / "api-key.yaml"
+    options.write_text('api-key: "s3cret-from-file"\n')
+    server = standin(args=["--config", str(options)]).start().wait_ready()
+    good = {"Authorization": "Bearer s3cret-from-file"}
+    assert server.request("/v1/models")[0] == 401
+    assert server.request("/v1/models", headers=good)[0] == 200
+    with open("/proc/%d/cmdline" % server.proc.pid, "rb") as handle:
+        cmdline = handle.read()
+    assert str(options).encode() in cmdline and b"s3cret-from-file" not in cmdline
+
+
+def test_config_file_must_be_yaml(standin, tmp_path):
+    options = tmp_path / "api-key.env"
+    options.write_text("api-key: x\n")
+    proc = run_flags(["--model-path", "/m", "--config", str(options)])
+    assert proc.returncode == 2 and "YAML" in proc.stderr
+
+
 # ---------------------------------------------------------------------------------------------------- flags
 
 def run_flags(args, env=None, interpreter=(sys.executable,)):

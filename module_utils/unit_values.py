@@ -1,0 +1,222 @@
+# -*- coding: utf-8 -*-
+"""Check every value that reaches a systemd unit, an EnvironmentFile or a venv start-up hook.
+
+Pure logic, no I/O. Each check returns a list of messages, empty when the value is safe; each message names
+the variable and the rule it breaks, so an operator can fix the setting without reading code. The rules follow
+what systemd does with the text it reads (systemd.service "Command lines", systemd.unit "Specifiers",
+systemd.exec "EnvironmentFile="):
+  * a newline ends a directive, so one in a value adds a directive (e.g. ``ExecStartPre=+...`` runs as root);
+  * whitespace splits an ExecStart argument in two; quotes and backslashes are unquoted;
+  * ``%x`` is a specifier and ``$VAR``/``${VAR}`` is expanded in ExecStart;
+  * a lone ``;`` separated commands in older systemd releases.
+Nothing is escaped here: a value that would need escaping is refused, because no deployment needs one.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+# Characters systemd gives a meaning in ExecStart arguments or EnvironmentFile values.
+UNIT_SPECIAL = {
+    "%": "a systemd specifier (%)",
+    "$": "an environment expansion ($)",
+    '"': "a quote",
+    "'": "a quote",
+    "\\": "a backslash (an escape)",
+    "`": "a backquote",
+}
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+_HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
+_DIGITS = re.compile(r"^[0-9]+$")
+
+
+def _show(value):
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _control(name, text):
+    """Control characters (newline, carriage return, tab, NUL, DEL, C1)."""
+    for ch in text:
+        if ord(ch) < 32 or 127 <= ord(ch) < 160 or ch in "\u2028\u2029":
+            what = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\x00": "a NUL byte"}.get(
+                ch, "a control character (U+%04X)" % ord(ch))
+            return ["%s holds %s: a line break or control character would end or corrupt the line it is written "
+                    "on (got %s)" % (name, what, _show(text))]
+    return []
+
+
+def _specials(name, text, where):
+    found = sorted(set(UNIT_SPECIAL[ch] for ch in text if ch in UNIT_SPECIAL))
+    if found:
+        return ["%s holds %s: %s would expand or unquote it (got %s)" % (name, ", ".join(found), where, _show(text))]
+    return []
+
+
+def _string(name, value):
+    if not isinstance(value, str):
+        return ["%s must be a string (got %s %s)" % (name, type(value).__name__, _show(value))]
+    if value == "":
+        return ["%s is empty" % name]
+    return []
+
+
+def word(name, value):
+    """One ExecStart argument: no control characters, no whitespace, nothing systemd expands or unquotes."""
+    errors = _string(name, value)
+    if errors:
+        return errors
+    errors = _control(name, value)
+    if errors:
+        return errors
+    if re.search(r"\s", value):
+        return ["%s holds whitespace: systemd would split it into several arguments (got %s)" % (name, _show(value))]
+    if value == ";":
+        return ["%s is a lone ';', which systemd reads as a command separator" % name]
+    return _specials(name, value, "systemd")
+
+
+def text(name, value):
+    """Free text on one unit line (Description=): spaces allowed, no control characters, no specifiers."""
+    errors = _string(name, value) or _control(name, value)
+    if errors:
+        return errors
+    if "%" in value:
+        return ["%s holds a systemd specifier (%%): systemd would expand it (got %s)" % (name, _show(value))]
+    return []
+
+
+def comment(name, value):
+    """Text written as a comment line: anything printable; a line break would end the comment early."""
+    return _string(name, value) or _control(name, value)
+
+
+def path(name, value, under=None):
+    """An absolute, normalized path (no '..', '.', '//', trailing '/'), safe as one argument; optionally under a
+    directory."""
+    errors = word(name, value)
+    if errors:
+        return errors
+    if not value.startswith("/"):
+        return ["%s must be an absolute path (got %s)" % (name, _show(value))]
+    if os.path.normpath(value) != value or value.startswith("//"):
+        return ["%s must be a normalized path, without '..', '.', '//' or a trailing '/' (got %s; normalized: %s)"
+                % (name, _show(value), os.path.normpath(value))]
+    if under is not None:
+        base = os.path.normpath(under)
+        if value == base or not value.startswith(base.rstrip("/") + "/"):
+            return ["%s must be a path inside %s (got %s)" % (name, base, _show(value))]
+    return []
+
+
+def identifier(name, value):
+    """A Python module name: letters, digits and '_', not starting with a digit (no dots, no paths)."""
+    errors = _string(name, value)
+    if errors:
+        return errors
+    if not _IDENTIFIER.match(value):
+        return ["%s must be a Python identifier (letters, digits, '_'; no dots, slashes or spaces) (got %s)"
+                % (name, _show(value))]
+    return []
+
+
+def unit_name(name, value):
+    """A unit or service name without suffix: letters, digits, '_', '.', '@', '-'."""
+    errors = _string(name, value)
+    if errors:
+        return errors
+    if not _UNIT_NAME.match(value):
+        return ["%s must be a plain unit name (letters, digits, '_', '.', '@', '-') (got %s)" % (name, _show(value))]
+    return []
+
+
+def host(name, value):
+    """A listen or rendezvous address: a host name or an IPv4/IPv6 address, nothing else."""
+    errors = _string(name, value)
+    if errors:
+        return errors
+    errors = _control(name, value)
+    if errors:
+        return errors
+    if not _HOST.match(value):
+        return ["%s must be a host name or an IP address (letters, digits, '.', ':', '-', '_') (got %s)"
+                % (name, _show(value))]
+    return []
+
+
+def integer(name, value, low=None, high=None):
+    """A decimal integer (bool is not one), optionally bounded."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return ["%s must be an integer (got %s %s)" % (name, type(value).__name__, _show(value))]
+    if isinstance(value, str) and not _DIGITS.match(value):
+        return ["%s must be a decimal integer (got %s)" % (name, _show(value))]
+    number = int(value)
+    if (low is not None and number < low) or (high is not None and number > high):
+        return ["%s must be from %s to %s (got %s)" % (name, low if low is not None else "-inf",
+                                                     high if high is not None else "inf", number)]
+    return []
+
+
+def env_value(name, value):
+    """A value in an EnvironmentFile (and the matching start-up hook): one word, no quoting or expansion needed,
+    so the file and the hook hold exactly the same string."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    errors = _string(name, value)
+    if errors:
+        return errors
+    errors = _control(name, value)
+    if errors:
+        return errors
+    if re.search(r"\s", value):
+        return ["%s holds whitespace: the EnvironmentFile would need quoting and the start-up hook would get a "
+                "different string (got %s)" % (name, _show(value))]
+    return _specials(name, value, "the EnvironmentFile parser")
+
+
+def env_name(name, value):
+    """An environment variable name."""
+    errors = _string(name, value)
+    if errors:
+        return errors
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
+        return ["%s is not an environment variable name (letters, digits, '_') (got %s)" % (name, _show(value))]
+    return []
+
+
+CHECKS = {
+    "word": word, "text": text, "comment": comment, "path": path, "identifier": identifier,
+    "unit_name": unit_name, "host": host, "integer": integer, "env_value": env_value, "env_name": env_name,
+}
+
+
+def check_all(values):
+    """``values``: {variable: {"value": ..., "kind": ..., "under": ..., "low": ..., "high": ..., "items": bool}}.
+
+    ``items`` checks every element of a list value, naming each one ``variable[i]``. Returns all messages.
+    """
+    errors = []
+    for name in sorted(values):
+        spec = values[name]
+        if not isinstance(spec, dict) or spec.get("kind") not in CHECKS:
+            errors.append("%s: no known check (kind is one of %s)" % (name, ", ".join(sorted(CHECKS))))
+            continue
+        check = CHECKS[spec["kind"]]
+        extra = {}
+        if spec["kind"] == "path" and spec.get("under"):
+            extra["under"] = spec["under"]
+        if spec["kind"] == "integer":
+            extra = {"low": spec.get("low"), "high": spec.get("high")}
+        value = spec.get("value")
+        if spec.get("items"):
+            if not isinstance(value, list):
+                errors.append("%s must be a list (got %s)" % (name, type(value).__name__))
+                continue
+            for index, item in enumerate(value):
+                errors += check("%s[%d]" % (name, index), item, **extra)
+        elif spec.get("optional") and value in ("", None):
+            continue
+        else:
+            errors += check(name, value, **extra)
+    return errors

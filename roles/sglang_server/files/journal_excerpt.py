@@ -1,0 +1,68 @@
+#!/usr/bin/python3
+"""Print the journal of a unit's current start with the server API key taken out.
+
+SGLang logs its whole server_args at start-up, the API key included, and the role prints journal lines (the
+fusion proof, a failed start). Everything the role shows from the journal goes through here: the key itself,
+read from its file, and any api_key / admin_api_key / --api-key value are replaced by <redacted>.
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+REDACTED = "<redacted>"
+# server_args as a Python dict repr or JSON, and command lines.
+PATTERNS = [
+    re.compile(r"""((?:'|")(?:admin_)?api_key(?:'|")\s*[:=]\s*)('[^']*'|"[^"]*")"""),
+    re.compile(r"""((?:admin_)?api_key=)('[^']*'|"[^"]*"|[^,\s)]+)"""),
+    re.compile(r"""(--(?:admin-)?api-key[=\s]+)(\S+)"""),
+]
+
+
+def _keep_quotes(match):
+    value = match.group(2)
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return match.group(1) + quote + REDACTED + quote
+
+
+def redact(text, keys):
+    for key in keys:
+        if key:
+            text = text.replace(key, REDACTED)
+    for pattern in PATTERNS:
+        text = pattern.sub(_keep_quotes, text)
+    return text
+
+
+def read_keys(paths):
+    keys = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                keys.append(handle.read().strip())
+        except OSError:
+            pass
+    return keys
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--unit", required=True)
+    parser.add_argument("--lines", type=int, default=0, help="only the last N lines (0: all)")
+    parser.add_argument("--key-file", action="append", default=[])
+    args = parser.parse_args()
+    invocation = subprocess.run(["systemctl", "show", "-p", "InvocationID", "--value", args.unit],
+                                capture_output=True, text=True, check=False).stdout.strip()
+    cmd = ["journalctl", "-u", args.unit, "--no-pager", "-o", "cat"]
+    if args.lines:
+        cmd += ["-n", str(args.lines)]
+    cmd.append("_SYSTEMD_INVOCATION_ID=" + invocation)  # this start only (empty: nothing, as no start is running)
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
+    keys = read_keys(args.key_file)
+    sys.stdout.write(redact(proc.stdout, keys))
+    sys.stderr.write(redact(proc.stderr, keys))
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Malformed input for the modules: each answers with its own message (no traceback) and writes nothing."""
+import os
+
+import pytest
+
+from tests.helpers.ansible_run import run_module
+
+
+def tree(root):
+    found = {}
+    for directory, dirs, files in os.walk(str(root)):
+        for name in dirs + files:
+            path = os.path.join(directory, name)
+            found[path] = open(path, "rb").read() if os.path.isfile(path) else None
+    return found
+
+
+def refused(module, args, root):
+    before = tree(root)
+    result = run_module(module, args)
+    assert result.get("failed"), result
+    assert "module_stderr" not in result and "Traceback" not in result.get("msg", ""), result
+    assert tree(root) == before
+    return result["msg"]
+
+
+# ------------------------------------------------------------------------------------------ sglang_server_args
+
+@pytest.mark.parametrize("renamed", [
+    {"--cuda-graph-max-bs": [1]},
+    {"--cuda-graph-max-bs": "--cuda-graph-max-bs-decode"},
+    {"--cuda-graph-max-bs": []},
+    {"--cuda-graph-max-bs": [None]},
+    {"cuda-graph-max-bs": ["--cuda-graph-max-bs-decode"]},
+])
+def test_server_args_renamed_map_must_hold_flag_strings(tmp_path, renamed):
+    msg = refused("sglang_server_args", {"venv": str(tmp_path / "venv"), "argv": ["--model-path", "/m"],
+                                         "renamed": renamed}, tmp_path)
+    assert "renamed maps an old flag to a list of its successors" in msg
+
+
+@pytest.mark.parametrize("arg,rule", [("--served-model-name=a\nExecStartPre=+/bin/id", "newline"),
+                                      ("--chat-template=%h/t", "specifier"), ("a b", "whitespace")])
+def test_server_args_refuses_what_the_unit_would_read_differently(tmp_path, arg, rule):
+    msg = refused("sglang_server_args", {"venv": str(tmp_path / "venv"), "argv": ["--model-path", "/m", arg]},
+                  tmp_path)
+    assert "refused before it reaches the unit" in msg and "argv[2]" in msg and rule in msg, msg
+
+
+# ----------------------------------------------------------------------------------------- sglang_fusion_patch
+
+def fake_venv(root):
+    """A venv as far as the module looks before it reads its record: sglang's package folder and its metadata."""
+    site = root / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "sglang").mkdir(parents=True)
+    (site / "sglang-0.5.21.dist-info").mkdir()
+    (site / "sglang-0.5.21.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.21\n")
+    state_dir = root / "venv" / ".sglang-fusion-patch"
+    state_dir.mkdir()
+    return state_dir / "state.json"
+
+
+@pytest.mark.parametrize("content,words", [
+    ("{not json", ["is corrupt", "not JSON"]),
+    ("[1, 2]", ["wrong shape", "JSON object"]),
+    ('{"files": ["sglang/srt/x.py"]}', ["wrong shape", "'files'"]),
+    ('{"files": {"sglang/srt/x.py": "abc"}}', ["wrong shape", "not an object"]),
+    ('{"files": {"sglang/srt/x.py": {"sha256_before": 1, "sha256_after": "x"}}}', ["wrong shape", "sha256_before"]),
+    ('{"files": {"../../../etc/passwd": {"sha256_before": "%s", "sha256_after": "%s"}}}' % ("a" * 64, "b" * 64),
+     ["wrong shape", "not a path inside the venv"]),
+])
+def test_fusion_patch_state_record_of_the_wrong_shape_names_the_file(tmp_path, content, words):
+    state = fake_venv(tmp_path)
+    state.write_text(content)
+    msg = refused("sglang_fusion_patch", {"venv": str(tmp_path / "venv"), "state": "absent"}, tmp_path)
+    assert str(state) in msg
+    for word in words:
+        assert word in msg, msg
+
+
+# ------------------------------------------------------------------------------------------- sglang_venv_prune
+
+def test_venv_prune_root_that_is_a_file(tmp_path):
+    (tmp_path / "sglang").write_text("not a directory")
+    msg = refused("sglang_venv_prune", {"root": str(tmp_path / "sglang"), "keep": 2}, tmp_path)
+    assert "is not a directory" in msg
+
+
+def test_venv_prune_venvs_that_is_a_file(tmp_path):
+    (tmp_path / "sglang").mkdir()
+    (tmp_path / "sglang" / "venvs").write_text("x")
+    msg = refused("sglang_venv_prune", {"root": str(tmp_path / "sglang"), "keep": 2}, tmp_path)
+    assert "venvs is not a directory" in msg
+
+
+# --------------------------------------------------------------------------------------- sglang_benchmark_gate
+
+SETTINGS = {"input_len": 16, "output_len": 48, "num_prompts": 2, "seed": 3, "gate_concurrency": 1,
+            "correctness_max_new_tokens": 8}
+
+
+def measurement(**overrides):
+    runs = [{"concurrency": 1, "repeat": i, "rc": 0, "error": None,
+             "result": {"completed": 2, "output_throughput": 10.0}} for i in (1, 2, 3)]
+    measured = {"settings": dict(SETTINGS), "runs": runs, "completions": []}
+    measured.update(overrides)
+    return measured
+
+
+def gate_args(tmp_path, **overrides):
+    args = {"host": "h1", "measurement": measurement(), "baseline_mode": "static", "baseline_tok_s": 80.0,
+            "correctness": False, "baseline_file": str(tmp_path / "baselines" / "h1.json"),
+            "results_dir": str(tmp_path / "results")}
+    args.update(overrides)
+    return args
+
+
+@pytest.mark.parametrize("overrides,words", [
+    ({"margin_pct": -90.0}, ["margin_pct must be 0 or more"]),
+    ({"host": "../../x"}, ["cannot name a results folder"]),
+    ({"host": "h1\nh2"}, ["cannot name a results folder"]),
+    ({"host": ".."}, ["cannot name a results folder"]),
+    ({"host": "a/b"}, ["cannot name a results folder"]),
+    ({"min_match_rate": 1.5}, ["min_match_rate"]),
+    ({"gate_concurrency": 0}, ["gate_concurrency"]),
+    ({"baseline_tok_s": -1.0}, ["baseline_tok_s"]),
+    ({"measurement": measurement(settings=dict(SETTINGS, num_prompts="many"))}, ["num_prompts", "whole number"]),
+    ({"measurement": measurement(settings=dict(SETTINGS, num_prompts=2.5))}, ["num_prompts", "whole number"]),
+    ({"measurement": measurement(runs=[{"concurrency": "x", "result": None}])}, ["concurrency", "whole number"]),
+    ({"measurement": measurement(runs="none")}, ["runs must be a list"]),
+    ({"measurement": measurement(settings="x")}, ["cannot judge"]),
+])
+def test_benchmark_gate_bounds_its_inputs(tmp_path, overrides, words):
+    msg = refused("sglang_benchmark_gate", gate_args(tmp_path, **overrides), tmp_path)
+    for word in words:
+        assert word in msg, msg
+    assert not os.path.exists(str(tmp_path / "results"))
+
+
+def test_benchmark_gate_still_judges_a_slow_server_as_failed_with_margin_zero(tmp_path):
+    result = run_module("sglang_benchmark_gate", gate_args(tmp_path, margin_pct=0.0))
+    assert result.get("failed") is not True and result["passed"] is False, result

@@ -1,0 +1,126 @@
+"""sglang_nccl_settings against hostile and malformed input: a clear refusal, no traceback, nothing written."""
+import os
+import stat
+
+import pytest
+
+from tests.helpers import wheels
+from tests.helpers.ansible_run import run_module
+
+pytestmark = pytest.mark.wheels
+
+FACTS = {"nvlink": False, "all_p2p_ok": True, "gpu_count": 2,
+         "topology": {"gpus": ["GPU0", "GPU1"],
+                      "matrix": {"GPU0": {"GPU0": "X", "GPU1": "PHB"}, "GPU1": {"GPU0": "PHB", "GPU1": "X"}}}}
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    return wheels.make_venv(str(tmp_path_factory.mktemp("nccl-hostile") / "venv"), wheels.wheel("sglang", "0.5.21"))
+
+
+def tree(*roots):
+    """Every path under the roots with its bytes and mode: what 'unchanged' means."""
+    found = {}
+    for root in roots:
+        for directory, _dirs, files in os.walk(root):
+            for name in files:
+                path = os.path.join(directory, name)
+                with open(path, "rb") as handle:
+                    found[path] = (handle.read(), os.stat(path).st_mode)
+    return found
+
+
+def refused(venv, tmp_path, **args):
+    etc = tmp_path / "etc"
+    etc.mkdir(exist_ok=True)
+    site = wheels.site_packages(venv)
+    before = tree(str(etc), site)
+    base = {"venv": venv, "env_file": str(etc / "nccl.env"), "gpu_facts": FACTS}
+    result = run_module("sglang_nccl_settings", dict(base, **args))
+    assert result.get("failed"), result
+    assert "Traceback" not in result.get("msg", "") and "module_stderr" not in result, result
+    assert tree(str(etc), site) == before
+    return result["msg"]
+
+
+@pytest.mark.parametrize("settings,words", [
+    ({"NCCL_DEBUG_SUBSYS": "INIT\nLD_PRELOAD=/tmp/evil.so"}, ["NCCL_DEBUG_SUBSYS", "newline"]),
+    ({"NCCL_TOPO_FILE": "/etc/nccl/topo.xml\nLD_PRELOAD=/tmp/evil.so"}, ["NCCL_TOPO_FILE", "newline"]),
+    ({"NCCL_P2P_LEVEL": "PHB\n"}, ["NCCL_P2P_LEVEL", "newline"]),
+    ({"NCCL_TOPO_FILE": "/etc/nccl/my topo.xml"}, ["NCCL_TOPO_FILE", "whitespace"]),
+    ({"NCCL_TOPO_FILE": "$HOME/topo.xml"}, ["NCCL_TOPO_FILE", "expansion"]),
+    ({"NCCL_DEBUG_SUBSYS": 'INIT";import("os");"'}, ["NCCL_DEBUG_SUBSYS", "quote"]),
+    ({"NCCL_BUFFSIZE": str(1 << 40)}, ["NCCL_BUFFSIZE", "65536 to"]),
+    ({"NCCL_BUFFSIZE": "4_194_304"}, ["NCCL_BUFFSIZE"]),
+    ({"NCCL_DEBUG": {"value": "WARN", "reason": "x\nLD_PRELOAD=/tmp/evil.so"}}, ["NCCL_DEBUG.reason", "newline"]),
+    ({"NCCL_X\nLD_PRELOAD": "1"}, ["settings name", "not an environment variable name"]),
+])
+def test_hostile_settings_are_refused_before_anything_is_written(venv, tmp_path, settings, words):
+    msg = refused(venv, tmp_path, settings=settings)
+    assert msg.startswith("NCCL settings refused, nothing written")
+    for word in words:
+        assert word in msg, msg
+
+
+@pytest.mark.parametrize("hook_name", ["../../../../tmp/evil", "os;import x", "a.b", "x\nimport os", ""])
+def test_hook_name_must_be_an_identifier(venv, tmp_path, hook_name):
+    msg = refused(venv, tmp_path, hook_name=hook_name)
+    assert "hook_name" in msg and ("identifier" in msg or "empty" in msg), msg
+
+
+@pytest.mark.parametrize("env_file,words", [
+    ("nccl.env", ["env_file", "absolute"]),
+    ("", ["env_file", "empty"]),
+    ("/etc/sglang/../passwd", ["env_file", "normalized"]),
+    ("/etc/sglang/nccl env", ["env_file", "whitespace"]),
+])
+def test_env_file_location_is_checked(venv, tmp_path, env_file, words):
+    msg = refused(venv, tmp_path, env_file=env_file)
+    for word in words:
+        assert word in msg, msg
+
+
+def test_env_file_that_is_a_directory(venv, tmp_path):
+    (tmp_path / "etc" / "d").mkdir(parents=True)
+    msg = refused(venv, tmp_path, env_file=str(tmp_path / "etc" / "d"))
+    assert "is a directory" in msg
+
+
+def test_env_file_whose_parent_is_a_file(venv, tmp_path):
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "f").write_text("x")
+    msg = refused(venv, tmp_path, env_file=str(tmp_path / "etc" / "f" / "nccl.env"))
+    assert "is not a directory" in msg
+
+
+@pytest.mark.parametrize("facts,words", [
+    ({"topology": "GPU0 X PHB"}, ["gpu_facts.topology", "mapping"]),
+    ({"all_p2p_ok": True, "topology": {"gpus": "GPU0", "matrix": {}}}, ["gpu_facts.topology.gpus"]),
+    ({"all_p2p_ok": True, "topology": {"gpus": ["GPU0", "GPU1"], "matrix": {"GPU0": "PHB"}}},
+     ["gpu_facts.topology.matrix"]),
+    ({"all_p2p_ok": True, "topology": {"gpus": ["GPU0", "GPU1"], "matrix": {"GPU0": {"GPU1": 3}}}},
+     ["gpu_facts.topology.matrix"]),
+])
+def test_malformed_topology_facts(venv, tmp_path, facts, words):
+    msg = refused(venv, tmp_path, gpu_facts=facts)
+    for word in words:
+        assert word in msg, msg
+
+
+def test_modes_are_enforced_on_every_run(venv, tmp_path):
+    args = {"venv": venv, "env_file": str(tmp_path / "etc" / "sglang" / "nccl.env"), "gpu_facts": FACTS}
+    first = run_module("sglang_nccl_settings", args)
+    assert first["changed"], first
+    assert stat.S_IMODE(os.stat(tmp_path / "etc" / "sglang").st_mode) == 0o755
+    hook_py, hook_pth, env_file = first["files"]
+    os.chmod(hook_pth, 0o666)
+    os.chmod(env_file, 0o600)
+    checked = run_module("sglang_nccl_settings", args, check=True)
+    assert checked["changed"] and sorted(checked["modes_fixed"]) == sorted([hook_pth, env_file])
+    assert stat.S_IMODE(os.stat(hook_pth).st_mode) == 0o666  # check mode touched nothing
+    fixed = run_module("sglang_nccl_settings", args)
+    assert fixed["changed"] and sorted(fixed["modes_fixed"]) == sorted([hook_pth, env_file])
+    for path in (hook_py, hook_pth, env_file):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+    assert run_module("sglang_nccl_settings", args)["changed"] is False

@@ -1,0 +1,98 @@
+"""Hostile values for the roles that render units, EnvironmentFiles and hooks: each refused by the role's first
+check, with the variable and the rule named, before anything is written (the tree is compared before and after)."""
+import os
+
+import pytest
+
+from tests.helpers.ansible_run import failure, run_playbook
+
+PLAYBOOK = "tests/playbooks/role_local.yml"
+SERVICE = "sglang-refusal-test"
+
+
+def snapshot(*roots):
+    found = {}
+    for root in roots:
+        if os.path.isfile(root):
+            found[root] = open(root, "rb").read()
+        for directory, _dirs, files in os.walk(root):
+            for name in files:
+                path = os.path.join(directory, name)
+                found[path] = open(path, "rb").read()
+    return found
+
+
+def refused(tmp_path, role, variables):
+    watched = [str(tmp_path), "/etc/systemd/system", "/usr/local/bin", "/usr/local/libexec"]
+    before = snapshot(*watched)
+    rc, report = run_playbook(PLAYBOOK, dict(variables, test_role=role))
+    assert rc != 0
+    task, msg = failure(report)
+    assert snapshot(*watched) == before
+    assert "Traceback" not in msg
+    return task, msg
+
+
+def server_vars(tmp_path, **overrides):
+    base = {"sglang_server_service": SERVICE, "sglang_server_model_path": "/srv/models/m",
+            "sglang_server_venv": str(tmp_path / "venv"), "sglang_server_home": str(tmp_path / "home"),
+            "sglang_install_env_dir": str(tmp_path / "etc")}
+    base.update(overrides)
+    return base
+
+
+@pytest.mark.parametrize("name,value,rule", [
+    ("sglang_server_served_model_name", "kimi\nExecStartPre=+/bin/sh -c id", "newline"),
+    ("sglang_server_host", "127.0.0.1\nExecStartPre=+/bin/id", "newline"),
+    ("sglang_server_host", "0.0.0.0 --api-key x", "host name or an IP"),
+    ("sglang_server_model_path", "/srv/models/my model", "whitespace"),
+    ("sglang_server_model_path", "/srv/models/../../etc", "normalized"),
+    ("sglang_server_model_path", "srv/models/m", "absolute"),
+    ("sglang_server_draft_model_path", "/srv/models/d\n[Service]", "newline"),
+    ("sglang_server_extra_args", ["--chat-template=%h/x"], "specifier"),
+    ("sglang_server_extra_args", ["--log-level=${LEVEL}"], "expansion"),
+    ("sglang_server_extra_args", [";"], "command separator"),
+    ("sglang_server_extra_args", ["--x", "a b"], "whitespace"),
+    ("sglang_server_entrypoint", ["-m", "sglang.launch_server\nUser=root"], "newline"),
+    ("sglang_server_environment_files", ["-/etc/sglang/nccl.env\nEnvironmentFile=/tmp/x"], "newline"),
+    ("sglang_server_environment_files", ["etc/sglang/x.env"], "absolute"),
+    ("sglang_server_service", "sglang/../x", "unit name"),
+    ("sglang_server_user", "sglang\nUser=root", "newline"),
+    ("sglang_server_port", 70000, "from 1 to 65535"),
+    ("sglang_server_tp_size", 0, "from 1"),
+    ("sglang_server_api_key_file", "/etc/sglang/key file", "whitespace"),
+    ("sglang_server_device_allow", ["/dev/sda rw\nDevicePolicy=auto"], "newline"),
+])
+def test_sglang_server_refuses_unit_injection(tmp_path, name, value, rule):
+    task, msg = refused(tmp_path, "sglang_server", server_vars(tmp_path, **{name: value}))
+    assert task == "Refuse values systemd would read differently"
+    assert name in msg and rule in msg, msg
+
+
+@pytest.mark.parametrize("name,value,rule", [
+    ("nccl_tuning_hook_name", "../../../tmp/evil", "identifier"),
+    ("nccl_tuning_env_file", "nccl.env", "absolute"),
+    ("nccl_tuning_env_file", "/etc/sglang/../../tmp/nccl.env", "normalized"),
+    ("nccl_tuning_venv", "/opt/sglang/current\n", "newline"),
+    ("nccl_tuning_settings", {"NCCL_X\nLD_PRELOAD": "1"}, "environment variable name"),
+])
+def test_nccl_tuning_refuses_locations_and_names(tmp_path, name, value, rule):
+    variables = {"nccl_tuning_venv": str(tmp_path / "venv"), "nccl_tuning_env_file": str(tmp_path / "nccl.env")}
+    variables[name] = value
+    task, msg = refused(tmp_path, "nccl_tuning", variables)
+    assert task == "Refuse locations that would land elsewhere"
+    assert rule in msg, msg
+
+
+@pytest.mark.parametrize("name,value,rule", [
+    ("drift_schedule_limit", "blackwell\nExecStartPre=+/bin/id", "newline"),
+    ("drift_schedule_limit", "50%", "specifier"),
+    ("drift_schedule_on_calendar", "hourly\n[Service]", "newline"),
+    ("drift_schedule_state_dir", "/var/lib/x/../../etc", "normalized"),
+    ("drift_schedule_user", "drift\nUser=root", "newline"),
+])
+def test_drift_schedule_refuses_unit_injection(tmp_path, name, value, rule):
+    variables = {"drift_schedule_project_dir": str(tmp_path / "project"), name: value}
+    task, msg = refused(tmp_path, "drift_schedule", variables)
+    assert task == "Refuse values systemd would read differently"
+    assert name in msg and rule in msg, msg

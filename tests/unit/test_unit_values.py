@@ -1,0 +1,131 @@
+"""The one validation layer for values that reach a unit, an EnvironmentFile or a start-up hook."""
+import pytest
+
+from ansible.module_utils import unit_values as uv
+
+HOSTILE_WORDS = [
+    ("model\nExecStartPre=+/bin/sh -c id", "newline"),
+    ("a\rb", "carriage return"),
+    ("a\x00b", "NUL"),
+    ("a\tb", "tab"),
+    ("a\x7fb", "control character"),
+    ("/models/my model", "whitespace"),
+    ("%h/x", "specifier"),
+    ("${SGLANG_API_KEY}", "expansion"),
+    ("$HOME", "expansion"),
+    ('"quoted"', "quote"),
+    ("it's", "quote"),
+    ("a\\nb", "backslash"),
+    (";", "command separator"),
+    ("", "empty"),
+]
+
+
+@pytest.mark.parametrize("value,rule", HOSTILE_WORDS)
+def test_word_refuses_what_systemd_would_read_differently(value, rule):
+    errors = uv.word("sglang_server_extra_args[0]", value)
+    assert len(errors) == 1
+    assert errors[0].startswith("sglang_server_extra_args[0] ")
+    assert rule in errors[0]
+
+
+@pytest.mark.parametrize("value", ["--enable-metrics", "--max-running-requests=64", "Kimi-K2.5", "allreduce:tree;x"])
+def test_word_accepts_plain_arguments(value):
+    assert uv.word("x", value) == []
+
+
+@pytest.mark.parametrize("value", [None, 3, ["a"], {"a": 1}, True])
+def test_non_strings_are_refused_by_type(value):
+    assert "must be a string" in uv.word("x", value)[0]
+
+
+@pytest.mark.parametrize("value,rule", [
+    ("models/k2", "absolute"),
+    ("/models/../etc", "normalized"),
+    ("/models/./k2", "normalized"),
+    ("/models//k2", "normalized"),
+    ("//models", "normalized"),
+    ("/models/k2/", "normalized"),
+    ("/models/k 2", "whitespace"),
+    ("/models/k2\n", "newline"),
+])
+def test_path_rules(value, rule):
+    errors = uv.path("sglang_server_model_path", value)
+    assert errors and rule in errors[0] and errors[0].startswith("sglang_server_model_path ")
+
+
+def test_path_under_a_directory():
+    assert uv.path("p", "/etc/sglang/nccl.env", under="/etc/sglang") == []
+    assert "inside /etc/sglang" in uv.path("p", "/etc/sglangx/nccl.env", under="/etc/sglang")[0]
+    assert "inside /etc/sglang" in uv.path("p", "/etc/sglang", under="/etc/sglang")[0]
+    assert "normalized" in uv.path("p", "/etc/sglang/../passwd", under="/etc/sglang")[0]
+
+
+@pytest.mark.parametrize("value", ["sglang_nccl_env", "_x", "A1"])
+def test_identifier_accepts(value):
+    assert uv.identifier("hook_name", value) == []
+
+
+@pytest.mark.parametrize("value", ["../evil", "os;import x", "a.b", "1x", "a b", "x\nimport os", "", "ü"])
+def test_identifier_refuses(value):
+    errors = uv.identifier("hook_name", value)
+    assert errors and errors[0].startswith("hook_name ")
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1", "::1", "0.0.0.0", "gpu-node-1.example", "fe80::1"])
+def test_host_accepts(value):
+    assert uv.host("sglang_server_host", value) == []
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1\nExecStartPre=+/x", "a b", "h/x", "%H", "${X}", ""])
+def test_host_refuses(value):
+    assert uv.host("sglang_server_host", value)
+
+
+def test_text_allows_spaces_but_no_specifier_or_newline():
+    assert uv.text("name", "Kimi K2.5 (EAGLE-3)") == []
+    assert "specifier" in uv.text("name", "50% faster")[0]
+    assert "newline" in uv.text("name", "a\n[Service]")[0]
+
+
+@pytest.mark.parametrize("value,ok", [(1, True), ("8", True), ("08", True), (True, False), ("1e3", False),
+                                      ("0x10", False), ("-1", False), (" 1", False), (1.5, False), (70000, False)])
+def test_integer(value, ok):
+    assert (uv.integer("sglang_server_port", value, low=1, high=65535) == []) is ok
+
+
+@pytest.mark.parametrize("value", ["PHB", "allreduce:tree;allgather:ring", "^docker,lo", "/etc/nccl/topo.xml", 4, "1"])
+def test_env_value_accepts(value):
+    assert uv.env_value("NCCL_X", value) == []
+
+
+@pytest.mark.parametrize("value,rule", [
+    ("INIT\nLD_PRELOAD=/tmp/x.so", "newline"),
+    ("PHB\n", "newline"),
+    ("a b", "whitespace"),
+    (" PHB", "whitespace"),
+    ("$HOME/topo.xml", "expansion"),
+    ('"x"', "quote"),
+    ("x\\", "backslash"),
+    ("%i", "specifier"),
+])
+def test_env_value_refuses(value, rule):
+    errors = uv.env_value("NCCL_DEBUG_SUBSYS", value)
+    assert errors and rule in errors[0] and errors[0].startswith("NCCL_DEBUG_SUBSYS ")
+
+
+def test_check_all_names_every_refused_value_and_list_item():
+    errors = uv.check_all({
+        "sglang_server_host": {"value": "127.0.0.1\nx", "kind": "host"},
+        "sglang_server_extra_args": {"value": ["--ok", "--bad=%n", "a b"], "kind": "word", "items": True},
+        "sglang_server_draft_model_path": {"value": "", "kind": "path", "optional": True},
+        "sglang_server_port": {"value": "99999", "kind": "integer", "low": 1, "high": 65535},
+        "x": {"value": "1", "kind": "nonsense"},
+    })
+    assert [e.split(" ", 1)[0] for e in errors] == [
+        "sglang_server_extra_args[1]", "sglang_server_extra_args[2]", "sglang_server_host", "sglang_server_port",
+        "x:"]
+
+
+def test_check_all_refuses_a_list_that_is_not_one():
+    assert "must be a list" in uv.check_all({"a": {"value": "x", "kind": "word", "items": True}})[0]

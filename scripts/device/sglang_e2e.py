@@ -51,6 +51,16 @@ PROMPTS = ["the model reads the bridge", "a quick answer to the question", "toke
 API_LOG = "/var/lib/sglang/flashinfer-api-%i.log"
 
 
+def gpu_count():
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False).stdout
+    return sum(line.startswith("GPU ") for line in out.splitlines())
+
+
+def runnable(index):
+    """Fusion needs tensor parallelism: on a one-GPU machine the fusion leg cannot run."""
+    return not LEGS[index][3] or gpu_count() > 1
+
+
 def python_with_torch():
     for candidate in ("/opt/torch/.venv/bin/python3", shutil.which("python3") or "python3"):
         if subprocess.run([candidate, "-c", "import torch"], capture_output=True, check=False).returncode == 0:
@@ -99,7 +109,7 @@ def ansible_env():
 
 
 def playbook(state, phase, python, extra=None):
-    variables = {"e2e_phase": phase, "e2e_python": python, "e2e_wheelhouse": WHEELHOUSE, "e2e_model_dir": MODELS,
+    variables = {"e2e_phase": phase, "e2e_python": python, "e2e_gpus": gpu_count(), "e2e_wheelhouse": WHEELHOUSE, "e2e_model_dir": MODELS,
                  "e2e_hidden": HIDDEN, "ansible_python_interpreter": python}
     variables.update(extra or {})
     command = [python, os.path.join(SITE, "bin", "ansible-playbook")]
@@ -128,7 +138,7 @@ def setup(state):
     if playbook(state, "setup", python):
         return 1
     collect_jit()
-    return start_leg(state, 0)
+    return start_leg(state, next(i for i in range(len(LEGS)) if runnable(i)))
 
 
 def collect_jit():
@@ -242,7 +252,8 @@ def run_leg(state, index):
     if proc.returncode:
         return 1
     leg["health_generate_status"] = http("GET", "/health_generate")[0]
-    if index == 0:
+    if index == next(i for i in range(len(LEGS)) if runnable(i)):  # the first leg that runs here
+        state["first_leg"] = name
         leg["responses"] = record_responses()
         rc = playbook(state, "prove", state["python"], {"e2e_log_file": server["log"]})
         leg["prove_rc"] = rc
@@ -302,19 +313,24 @@ def evidence(state):
         target = json.load(handle)
     with open(os.path.join(MODELS, "draft", "config.json"), encoding="utf-8") as handle:
         draft = json.load(handle)
-    reports, legs = {}, []
-    for name, _unit, spec, fusion in LEGS:
+    reports, legs, not_run = {}, [], []
+    for index, (name, _unit, spec, fusion) in enumerate(LEGS):
+        if not runnable(index):
+            not_run.append({"name": name, "speculative": spec, "fusion": fusion,
+                            "reason": "fusion needs two or more GPUs (tensor parallelism); this machine has %d"
+                                      % gpu_count()})
+            continue
         reports[name], summary = leg_summary(name, spec, fusion)
         legs.append(summary)
     plain = {c["prompt"]: c.get("output_ids") for c in reports["plain"]["completions"]}
     match = {}
-    for name, _unit, spec, _fusion in LEGS[:2]:
+    for name in [n for n in reports if n != "plain"]:
         same = [c.get("output_ids") is not None and c.get("output_ids") == plain.get(c["prompt"])
                 for c in reports[name]["completions"]]
         match[name] = round(sum(same) / len(same), 3) if same else None
-    first = state["legs"]["spec_fusion"]
+    first = state["legs"][state["first_leg"]]
     doc = {
-        "made_by": "bash scripts/device/sglang_e2e.sh setup; ... legs; ... evidence (device tool, nvidia-h200-x2)",
+        "made_by": "bash scripts/device/sglang_e2e.sh setup; bash scripts/device/sglang_e2e.sh legs (device tool)",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sglang": versions.get("sglang"), "flashinfer": versions.get("flashinfer-python"),
         "torch": versions.get("torch"), "sglang_kernel": versions.get("sglang-kernel") + " (trimmed for the test bed)"
@@ -332,18 +348,20 @@ def evidence(state):
         "fusion_prove_rc": first.get("prove_rc"),
         "fused_kernel_calls": first.get("flashinfer_api_calls"),
         "health_generate_status": first.get("health_generate_status"),
-        "ready_after_s": {name: state["legs"][name].get("ready", {}).get("since_start_s") for name, *_ in LEGS},
+        "ready_after_s": {name: state["legs"][name].get("ready", {}).get("since_start_s") for name in reports},
+        "tp_size": gpu_count(),
         "legs": legs,
+        "legs_not_run": not_run,
         "greedy_match": match,
         "greedy_max_new_tokens": 8,
-        "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name, *_ in LEGS},
+        "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name in reports},
     }
     with open(os.path.join(OUT, "h200x2_sglang_e2e.json"), "w", encoding="utf-8") as handle:
         json.dump(doc, handle, indent=1)
     fixture = {"sglang": versions.get("sglang"), "recorded": doc["date"], "responses": first.get("responses"),
                "log_lines": first.get("log_lines"), "fusion_log_lines": first.get("fusion_log_lines"),
-               "client_result_keys": sorted((reports["spec_fusion"]["runs"][0]["result"] or {}).keys()),
-               "client_module": reports["spec_fusion"]["client"]["module"]}
+               "client_result_keys": sorted((reports[state["first_leg"]]["runs"][0]["result"] or {}).keys()),
+               "client_module": reports[state["first_leg"]]["client"]["module"]}
     with open(os.path.join(OUT, "sglang_0.5.17_real_server.json"), "w", encoding="utf-8") as handle:
         json.dump(fixture, handle, indent=1)
     return 0
@@ -356,11 +374,11 @@ def main(argv):
         return setup(state)
     if argv[0] == "legs":
         for index in [int(a) for a in argv[1:]] or range(len(LEGS)):
-            if state["legs"].get(LEGS[index][0], {}).get("bench_rc") == 0:
-                continue  # measured in an earlier call
+            if state["legs"].get(LEGS[index][0], {}).get("bench_rc") == 0 or not runnable(index):
+                continue  # measured in an earlier call, or cannot run on this machine
             if run_leg(state, index):
                 return 1
-        if all(state["legs"].get(name, {}).get("bench_rc") == 0 for name, *_ in LEGS):
+        if all(state["legs"].get(LEGS[i][0], {}).get("bench_rc") == 0 for i in range(len(LEGS)) if runnable(i)):
             return evidence(state)
         return 0
     if argv[0] == "evidence":

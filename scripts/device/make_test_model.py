@@ -53,6 +53,15 @@ def draft_shapes(hidden, heads, kv_heads, head_dim, intermediate, vocab, aux=3):
         "fc.weight": (hidden, aux * hidden), "norm.weight": (hidden,), "lm_head.weight": (vocab, hidden)}
 
 
+def aux_layers(layers):
+    """Three distinct target layers whose outputs feed the draft. SGLang's default for Qwen3 ([2, n//2, n-3],
+    shifted by one) repeats a layer in a small model, and the draft's fc then gets two of its three inputs."""
+    picked = sorted({0, layers // 2 - 1, layers - 2})
+    if len(picked) != 3 or min(picked) < 0:
+        raise SystemExit("--layers %d is too few for three distinct EAGLE-3 capture layers (need >= 4)" % layers)
+    return picked
+
+
 def random_tensors(spec, generator, torch):
     tensors = {}
     for name, shape in sorted(spec.items()):
@@ -97,7 +106,8 @@ def main():
              shapes(args.hidden, args.layers, args.heads, args.kv_heads, args.head_dim, args.intermediate,
                     args.vocab)),
             (draft, dict(common, architectures=["LlamaForCausalLMEagle3"], model_type="llama",
-                         num_hidden_layers=1, draft_vocab_size=args.vocab, target_hidden_size=args.hidden),
+                         num_hidden_layers=1, draft_vocab_size=args.vocab, target_hidden_size=args.hidden,
+                         eagle_config={"eagle_aux_hidden_state_layer_ids": aux_layers(args.layers)}),
              draft_shapes(args.hidden, args.heads, args.kv_heads, args.head_dim, args.intermediate, args.vocab))):
         os.makedirs(path, exist_ok=True)
         tensors = random_tensors(spec, generator, torch)

@@ -356,7 +356,7 @@ def evidence(state):
         "greedy_max_new_tokens": 8,
         "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name in reports},
     }
-    with open(os.path.join(OUT, "h200x2_sglang_e2e.json"), "w", encoding="utf-8") as handle:
+    with open(os.path.join(OUT, "h200x%d_sglang_e2e.json" % gpu_count()), "w", encoding="utf-8") as handle:
         json.dump(doc, handle, indent=1)
     fixture = {"sglang": versions.get("sglang"), "recorded": doc["date"], "responses": first.get("responses"),
                "log_lines": first.get("log_lines"), "fusion_log_lines": first.get("fusion_log_lines"),

@@ -7,6 +7,7 @@ The wheelhouse holds one small wheel built here, so nothing is fetched.
 import json
 import os
 import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -101,7 +102,7 @@ def test_the_wrong_base_torch_is_refused(tmp_path):
 
 
 def test_a_base_torch_version_without_the_option_is_refused(tmp_path):
-    rc, report = install(tmp_path, ["sglang-install-probe==1.0"], sglang_install_python="/usr/bin/python3",
+    rc, report = install(tmp_path, ["sglang-install-probe==1.0"], sglang_install_python=sys.executable,
                          sglang_install_base_torch_version="2.11.0")
     assert rc != 0
     assert failure(report)[0] == "Require a consistent base-interpreter setting"
@@ -109,7 +110,7 @@ def test_a_base_torch_version_without_the_option_is_refused(tmp_path):
 
 def test_a_wheelhouse_missing_a_pin_stops_before_any_change(tmp_path):
     rc, report = install(tmp_path, ["sglang-install-probe==1.0", "not-in-the-wheelhouse==2.0"],
-                         sglang_install_python="/usr/bin/python3")
+                         sglang_install_python=sys.executable)
     assert rc != 0
     task, msg = failure(report)
     assert task == "Require a complete wheelhouse"
@@ -118,7 +119,7 @@ def test_a_wheelhouse_missing_a_pin_stops_before_any_change(tmp_path):
 
 
 def test_a_plain_offline_install_from_the_wheelhouse(tmp_path):
-    rc, report = install(tmp_path, ["sglang-install-probe==1.0"], sglang_install_python="/usr/bin/python3")
+    rc, report = install(tmp_path, ["sglang-install-probe==1.0"], sglang_install_python=sys.executable)
     assert rc == 0, failure(report)
     create = result_of(report, "Create the venv")
     assert "--system-site-packages" not in create["cmd"]

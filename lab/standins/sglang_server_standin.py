@@ -744,6 +744,8 @@ class Generation(object):
             "reasoning_tokens": 0,
             "completion_tokens": len(self.ids),
             "cached_tokens": 0,
+            "cached_tokens_details": None,  # as the real 0.5.17 server sends (tests/fixtures/device/)
+            "dp_rank": None,
         }
         if final:
             meta["e2e_latency"] = time.time() - self.start
@@ -756,6 +758,9 @@ class Generation(object):
                     meta["spec_num_correct_drafts"] = correct
                     meta["spec_num_proposed_drafts"] = proposed
                     meta["spec_verify_ct"] = self.verify_ct
+                    meta["spec_accepted_drafts"] = correct
+                    meta["spec_proposed_drafts"] = proposed
+            meta["response_sent_to_client_ts"] = time.time()
         return meta
 
     def out(self, final):
@@ -879,6 +884,25 @@ def print_startup(server, checked_with, config_path, config_found):
 
 
 # --------------------------------------------------------------------------------------------------- HTTP
+
+# The real server's answer to a chat request when the tokenizer has no chat template (recorded from 0.5.17).
+NO_CHAT_TEMPLATE = ("Cannot use chat template functions because tokenizer.chat_template is not set and no template "
+                    "argument was passed! For information about writing templates and setting the "
+                    "tokenizer.chat_template attribute, please see the documentation at "
+                    "https://huggingface.co/docs/transformers/main/en/chat_templating")
+
+
+def has_chat_template(model_path):
+    """False only when the model directory's tokenizer_config.json is there and names no chat template."""
+    config = os.path.join(model_path, "tokenizer_config.json")
+    if not os.path.exists(config) or os.path.exists(os.path.join(model_path, "chat_template.jinja")):
+        return True
+    try:
+        with open(config, encoding="utf-8") as handle:
+            return bool(json.load(handle).get("chat_template"))
+    except (OSError, ValueError):
+        return True
+
 
 def error_response(message, status=400):
     """ErrorResponse of the OpenAI-compatible layer (validation failures)."""
@@ -1273,6 +1297,9 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(messages, list) or not messages:
             return self._send(*error_response("1 validation error for ChatCompletionRequest\nmessages\n  "
                                               "Field required"))
+        if not has_chat_template(self.standin.args.model_path):
+            status, error = error_response(NO_CHAT_TEMPLATE)
+            return self._send(status, dict(error, type="BadRequest"))
         prompt = "\n".join("%s: %s" % (m.get("role"), m.get("content")) for m in messages if isinstance(m, dict))
         model = body.get("model") or self.standin.served_model_name
         try:

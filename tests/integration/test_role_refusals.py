@@ -36,7 +36,7 @@ def refused(tmp_path, role, variables):
 def server_vars(tmp_path, **overrides):
     base = {"sglang_server_service": SERVICE, "sglang_server_model_path": "/srv/models/m",
             "sglang_server_venv": str(tmp_path / "venv"), "sglang_server_home": str(tmp_path / "home"),
-            "sglang_install_env_dir": str(tmp_path / "etc")}
+            "sglang_layout_env_dir": str(tmp_path / "etc")}
     base.update(overrides)
     return base
 

@@ -42,7 +42,9 @@ def file_version(package):
 
 
 def main(lock):
-    installed = {normalize(d.metadata["Name"]): d.version for d in importlib.metadata.distributions()}
+    installed = {}
+    for dist in importlib.metadata.distributions():  # sys.path order: the first one is the one imported
+        installed.setdefault(normalize(dist.metadata["Name"]), dist.version)
     report = {"python": sys.executable, "pinned": 0, "mismatched": [], "missing": [], "versions": {}}
     for name, version in pins(lock):
         report["pinned"] += 1

@@ -1,0 +1,390 @@
+#!/usr/bin/env python3
+"""The real SGLang server on the GPU test bed, driven by this project's own roles, end to end.
+
+Run on the device machine (scripts/device/sglang_e2e.sh wraps it), in phases so that each call stays inside
+the tool's 10-minute limit while the machine stays warm (state in /var/tmp/sglang-e2e):
+  setup       unpack the carried wheelhouse, install ansible-core beside the image's Python, generate the random
+              test model + EAGLE-3 draft, run scripts/device/sglang_e2e.yml (roles: gpu_preflight, sglang_install
+              from the wheelhouse on the image's torch, fusion_patch with its canary, nccl_tuning, sglang_server
+              rendering one unit per leg), then start leg 1 from its unit.
+  legs [N..]  for each leg: start it from its rendered unit (unless running), wait with the role's readiness
+              check, (leg 1) the role's fusion proof on the real log + FlashInfer's API log count + the real
+              responses, then SGLang's own client from the deployed venv (the role's bench_runner.py), stop.
+  evidence    write h200x2_sglang_e2e.json from what the legs recorded.
+Everything it writes for the caller goes to $OUT.
+"""
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import unit_exec  # noqa: E402  pylint: disable=wrong-import-position
+
+STATE_DIR = "/var/tmp/sglang-e2e"
+STATE = os.path.join(STATE_DIR, "state.json")
+OUT = os.path.join(STATE_DIR, "out")  # sglang_e2e.sh packs it into $OUT (the tool returns at most 8 files)
+SITE = os.path.join(STATE_DIR, "site")            # ansible-core for the image's Python
+WHEELHOUSE = os.path.join(STATE_DIR, "wheelhouse")
+MODELS = "/srv/models/e2e"
+HIDDEN = 2048
+LAYERS = 4
+PORT = 30000
+BASE_URL = "http://127.0.0.1:%d" % PORT
+LEGS = [  # name, unit, speculative, fusion
+    ("spec_fusion", "sglang", True, True),
+    ("spec_nofusion", "sglang-nofusion", True, False),
+    ("plain", "sglang-plain", False, False),
+]
+PROMPTS = ["the model reads the bridge", "a quick answer to the question", "tokens flow through the layers",
+           "the server starts and waits", "one more prompt for the check", "speculation drafts and verifies",
+           "fusion of the reduce and the norm", "greedy decoding is lossless"]
+API_LOG = "/var/lib/sglang/flashinfer-api-%i.log"
+
+
+def gpu_count():
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False).stdout
+    return sum(line.startswith("GPU ") for line in out.splitlines())
+
+
+def runnable(index):
+    """Fusion needs tensor parallelism: on a one-GPU machine the fusion leg cannot run."""
+    return not LEGS[index][3] or gpu_count() > 1
+
+
+def python_with_torch():
+    for candidate in ("/opt/torch/.venv/bin/python3", shutil.which("python3") or "python3"):
+        if subprocess.run([candidate, "-c", "import torch"], capture_output=True, check=False).returncode == 0:
+            return candidate
+    raise SystemExit("no Python with torch on this machine")
+
+
+def load_state():
+    if os.path.exists(STATE):
+        with open(STATE, encoding="utf-8") as handle:
+            return json.load(handle)
+    return {"steps": [], "legs": {}}
+
+
+def save_state(state):
+    os.makedirs(STATE_DIR, exist_ok=True)
+    with open(STATE + ".new", "w", encoding="utf-8") as handle:
+        json.dump(state, handle, indent=1)
+    os.replace(STATE + ".new", STATE)
+    shutil.copy(STATE, os.path.join(OUT, "state.json"))
+
+
+def step(state, name, command, timeout, log_name=None, env=None):
+    """Run one step, log it to $OUT, record its rc and seconds."""
+    started = time.monotonic()
+    log_path = os.path.join(OUT, (log_name or name) + ".log")
+    with open(log_path, "ab") as log:
+        try:
+            rc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, env=env,
+                                cwd=REPO, check=False).returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    record = {"name": name, "rc": rc, "seconds": round(time.monotonic() - started, 1)}
+    state["steps"].append(record)
+    save_state(state)
+    print("step %s: rc=%s %ss" % (name, rc, record["seconds"]), flush=True)
+    return rc
+
+
+def ansible_env():
+    env = dict(os.environ, PYTHONPATH=SITE, LC_ALL="C.UTF-8", LANG="C.UTF-8",
+               ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_LOCALHOST_WARNING="0")
+    env.update(unit_exec.MULTICAST_OFF)
+    return env
+
+
+def playbook(state, phase, python, extra=None):
+    variables = {"e2e_phase": phase, "e2e_python": python, "e2e_gpus": gpu_count(), "e2e_wheelhouse": WHEELHOUSE, "e2e_model_dir": MODELS,
+                 "e2e_hidden": HIDDEN, "ansible_python_interpreter": python}
+    variables.update(extra or {})
+    command = [python, os.path.join(SITE, "bin", "ansible-playbook")]
+    command += ["-i", "localhost,", os.path.join(HERE, "sglang_e2e.yml"), "-e", json.dumps(variables)]
+    return step(state, "ansible_" + phase, command, 560, env=ansible_env())
+
+
+def setup(state):
+    python = python_with_torch()
+    state["python"] = python
+    os.makedirs(STATE_DIR, exist_ok=True)
+    started = time.monotonic()
+    with tarfile.open(os.path.join(REPO, ".device", "carry", "wheelhouse.tar.xz")) as tar:
+        tar.extractall(STATE_DIR)  # -> STATE_DIR/wheelhouse/*.whl
+    state["steps"].append({"name": "unpack_wheelhouse", "rc": 0, "seconds": round(time.monotonic() - started, 1)})
+    tools = [w for w in glob.glob(os.path.join(WHEELHOUSE, "*.whl"))
+             if os.path.basename(w).startswith(("ansible_core-", "resolvelib-"))]
+    if step(state, "install_ansible_core", [python, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                                            "--target", SITE] + tools, 120):
+        return 1
+    for tool in tools:  # they travel in the wheelhouse but are not in the lock
+        os.unlink(tool)
+    if step(state, "make_test_model", [python, os.path.join(HERE, "make_test_model.py"), "--out", MODELS,
+                                       "--hidden", str(HIDDEN), "--layers", str(LAYERS)], 300):
+        return 1
+    if playbook(state, "setup", python):
+        return 1
+    collect_jit()
+    return start_leg(state, next(i for i in range(len(LEGS)) if runnable(i)))
+
+
+def collect_jit():
+    """FlashInfer's built trtllm_comm (.so) to $OUT, so a fresh machine can carry it instead of building it."""
+    for path in glob.glob("/var/lib/sglang/flashinfer/**/trtllm_comm*.so", recursive=True)[:1]:
+        shutil.copy(path, os.path.join(STATE_DIR, "trtllm_comm.so"))
+        with open(os.path.join(OUT, "trtllm_comm.path"), "w", encoding="utf-8") as handle:
+            handle.write(path + "\n")
+
+
+def start_leg(state, index):
+    name, unit, _spec, fusion = LEGS[index]
+    log_path = "/var/log/sglang-e2e-%s.log" % name
+    if os.path.exists(log_path):
+        os.unlink(log_path)
+    extra = {"FLASHINFER_LOGLEVEL": "1", "FLASHINFER_LOGDEST": API_LOG} if fusion else {}
+    for old in glob.glob(API_LOG.replace("%i", "*")):
+        os.unlink(old)
+    started = unit_exec.start("/etc/systemd/system/%s.service" % unit, log_path, extra)
+    started["started_at"] = time.time()
+    state["legs"].setdefault(name, {})["server"] = started
+    save_state(state)
+    print("started %s: pid %d" % (name, started["pid"]), flush=True)
+    return 0
+
+
+def http(method, path, body=None, timeout=60):
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(BASE_URL + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.headers.get("Content-Type"), response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("Content-Type"), exc.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as exc:
+        return None, None, str(exc)
+
+
+def record_responses():
+    """What the stand-in imitates, from the real server: status, content type, body (JSON parsed)."""
+    calls = [("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "/ready", None),
+             ("GET", "/server_info", None), ("GET", "/get_server_info", None), ("GET", "/model_info", None),
+             ("GET", "/get_model_info", None), ("GET", "/v1/models", None),
+             ("POST", "/generate", {"text": PROMPTS[0], "sampling_params": {"temperature": 0, "max_new_tokens": 8}}),
+             ("POST", "/v1/completions", {"model": "default", "prompt": PROMPTS[0], "max_tokens": 8,
+                                          "temperature": 0}),
+             ("POST", "/v1/chat/completions", {"model": "default", "max_tokens": 8, "temperature": 0,
+                                               "messages": [{"role": "user", "content": PROMPTS[0]}]}),
+             ("GET", "/metrics", None), ("POST", "/flush_cache", None), ("GET", "/no_such_path", None)]
+    out = []
+    for method, path, body in calls:
+        status, ctype, text = http(method, path, body)
+        try:
+            parsed = json.loads(text) if text else None
+        except ValueError:
+            parsed = None
+        out.append({"method": method, "path": path, "request": body, "status": status, "content_type": ctype,
+                    "json": parsed, "text": None if parsed is not None else text[:2000]})
+    return out
+
+
+def api_log_counts():
+    counts = {}
+    for path in glob.glob(API_LOG.replace("%i", "*")):
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                for name in ("allreduce_fusion", "trtllm_allreduce_fusion", "trtllm_custom_all_reduce"):
+                    if "%s(" % name in line or line.strip().endswith(name) or "API Call: %s" % name in line:
+                        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def bench(state, name, python_client):
+    settings = {"base_url": BASE_URL, "tokenizer": MODELS + "/target", "input_len": 128, "output_len": 64,
+                "num_prompts": 16, "seed": 1, "repeats": 3, "warmup_requests": 2, "concurrencies": [1],
+                "run_timeout_s": 150, "request_timeout_s": 60, "correctness": True, "prompts": PROMPTS,
+                "correctness_max_new_tokens": 8, "extra_client_args": []}
+    path = os.path.join(STATE_DIR, "bench-%s.json" % name)
+    started = time.monotonic()
+    with open(path, "wb") as handle:
+        proc = subprocess.run([python_client, os.path.join(REPO, "roles/sglang_benchmark/files/bench_runner.py"),
+                               json.dumps(settings)], stdout=handle, stderr=subprocess.PIPE, timeout=540,
+                              check=False, env=dict(os.environ, **unit_exec.MULTICAST_OFF))
+    state["steps"].append({"name": "bench_" + name, "rc": proc.returncode,
+                           "seconds": round(time.monotonic() - started, 1)})
+    shutil.copy(path, os.path.join(OUT, "bench-%s.json" % name))
+    if proc.returncode:
+        with open(os.path.join(OUT, "bench-%s.err" % name), "wb") as handle:
+            handle.write(proc.stderr[-20000:])
+    return proc.returncode
+
+
+def run_leg(state, index):
+    name, unit, spec, fusion = LEGS[index]
+    leg = state["legs"].setdefault(name, {})
+    server = leg.get("server")
+    if not server or unit_exec.process_gone(server["pid"]):
+        start_leg(state, index)
+        server = leg["server"]
+    started = time.monotonic()
+    proc = subprocess.run(["/usr/bin/env", "python3", os.path.join(REPO, "roles/sglang_server/files/wait_ready.py"),
+                           "--url", BASE_URL + "/health_generate", "--pid", str(server["pid"]),
+                           "--timeout", "420", "--poll", "3"], capture_output=True, text=True, check=False)
+    leg["ready"] = json.loads(proc.stdout or "{}")
+    leg["ready"]["since_start_s"] = round(time.time() - server["started_at"], 1)
+    state["steps"].append({"name": "wait_ready_" + name, "rc": proc.returncode,
+                           "seconds": round(time.monotonic() - started, 1)})
+    save_state(state)
+    shutil.copy(server["log"], os.path.join(OUT, "server-%s.log" % name))
+    if proc.returncode:
+        return 1
+    leg["health_generate_status"] = http("GET", "/health_generate")[0]
+    if index == next(i for i in range(len(LEGS)) if runnable(i)):  # the first leg that runs here
+        state["first_leg"] = name
+        leg["responses"] = record_responses()
+        rc = playbook(state, "prove", state["python"], {"e2e_log_file": server["log"]})
+        leg["prove_rc"] = rc
+        with open(server["log"], encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+        leg["fusion_log_lines"] = [l for l in lines if "FlashInfer AllReduce Fusion enabled" in l]
+        leg["fusion_off_lines"] = [l for l in lines if "Skipping allreduce fusion" in l
+                                   or "Disabling flashinfer allreduce fusion" in l]
+        leg["log_lines"] = [l for l in lines if any(key in l for key in (
+            "fired up and ready to roll", "Uvicorn running on", "Load weight end", "Capture", "max_total_num_tokens",
+            "server_args=", "Started server process", "Application startup complete", "FlashInfer", "EAGLE",
+            "deprecated"))][:80]
+    client = "/opt/sglang/current/bin/python"
+    leg["bench_rc"] = bench(state, name, client)
+    if fusion:
+        leg["flashinfer_api_calls"] = api_log_counts()
+        for path in glob.glob(API_LOG.replace("%i", "*"))[:2]:
+            shutil.copy(path, os.path.join(OUT, os.path.basename(path)))
+    leg["stopped"] = unit_exec.stop(server["pid"])
+    shutil.copy(server["log"], os.path.join(OUT, "server-%s.log" % name))
+    save_state(state)
+    return 0
+
+
+def venv_versions():
+    code = ("import importlib.metadata as m, json; print(json.dumps({d: m.version(d) for d in "
+            "('sglang', 'flashinfer-python', 'torch', 'sglang-kernel', 'transformers')}))")
+    out = subprocess.run(["/opt/sglang/current/bin/python", "-c", code], capture_output=True, text=True, check=False)
+    return json.loads(out.stdout or "{}")
+
+
+def gpus():
+    out = subprocess.run(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True, check=False).stdout
+    rows = [[c.strip() for c in line.split(",")] for line in out.splitlines() if line.strip()]
+    return {"count": len(rows), "names": [r[0] for r in rows], "compute_capability": sorted({r[1] for r in rows}),
+            "driver": sorted({r[2] for r in rows})}
+
+
+def leg_summary(name, spec, fusion):
+    with open(os.path.join(STATE_DIR, "bench-%s.json" % name), encoding="utf-8") as handle:
+        report = json.load(handle)
+    results = [run["result"] or {} for run in report["runs"]]
+    tok_s = [r.get("output_throughput") for r in results if r.get("output_throughput") is not None]
+    accept = [r.get("accept_length") for r in results if r.get("accept_length") is not None]
+    return report, {"name": name, "speculative": spec, "fusion": fusion,
+                    "output_tok_s": round(statistics.median(tok_s), 2) if tok_s else None,
+                    "runs": [round(t, 2) for t in tok_s], "completed": min((r.get("completed") or 0) for r in results),
+                    "num_prompts": report["settings"]["num_prompts"],
+                    "accept_length": round(statistics.median(accept), 3) if accept else None,
+                    "server": report.get("server"), "errors": [run["error"] for run in report["runs"] if run["error"]]}
+
+
+def evidence(state):
+    versions = venv_versions()
+    with open(os.path.join(MODELS, "target", "config.json"), encoding="utf-8") as handle:
+        target = json.load(handle)
+    with open(os.path.join(MODELS, "draft", "config.json"), encoding="utf-8") as handle:
+        draft = json.load(handle)
+    reports, legs, not_run = {}, [], []
+    for index, (name, _unit, spec, fusion) in enumerate(LEGS):
+        if not runnable(index):
+            not_run.append({"name": name, "speculative": spec, "fusion": fusion,
+                            "reason": "fusion needs two or more GPUs (tensor parallelism); this machine has %d"
+                                      % gpu_count()})
+            continue
+        reports[name], summary = leg_summary(name, spec, fusion)
+        legs.append(summary)
+    plain = {c["prompt"]: c.get("output_ids") for c in reports["plain"]["completions"]}
+    match = {}
+    for name in [n for n in reports if n != "plain"]:
+        same = [c.get("output_ids") is not None and c.get("output_ids") == plain.get(c["prompt"])
+                for c in reports[name]["completions"]]
+        match[name] = round(sum(same) / len(same), 3) if same else None
+    first = state["legs"][state["first_leg"]]
+    doc = {
+        "made_by": "bash scripts/device/sglang_e2e.sh setup; bash scripts/device/sglang_e2e.sh legs (device tool)",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sglang": versions.get("sglang"), "flashinfer": versions.get("flashinfer-python"),
+        "torch": versions.get("torch"), "sglang_kernel": versions.get("sglang-kernel") + " (trimmed for the test bed)"
+        if versions.get("sglang-kernel") else None, "transformers": versions.get("transformers"),
+        "gpus": gpus(),
+        "model": {"architecture": target["architectures"][0], "layers": target["num_hidden_layers"],
+                  "hidden_size": target["hidden_size"], "vocab_size": target["vocab_size"],
+                  "weights": "random", "draft": {"architecture": draft["architectures"][0],
+                                                 "layers": draft["num_hidden_layers"]}},
+        "server_start": {k: first["server"].get(k) for k in ("argv", "user", "cwd", "environment_files",
+                                                               "passed_from_host", "added")},
+        "steps": state["steps"],
+        "fusion_log_line": (first.get("fusion_log_lines") or [""])[0],
+        "fusion_off_lines": first.get("fusion_off_lines"),
+        "fusion_prove_rc": first.get("prove_rc"),
+        "fused_kernel_calls": first.get("flashinfer_api_calls"),
+        "health_generate_status": first.get("health_generate_status"),
+        "ready_after_s": {name: state["legs"][name].get("ready", {}).get("since_start_s") for name in reports},
+        "tp_size": gpu_count(),
+        "legs": legs,
+        "legs_not_run": not_run,
+        "greedy_match": match,
+        "greedy_max_new_tokens": 8,
+        "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name in reports},
+    }
+    with open(os.path.join(OUT, "h200x%d_sglang_e2e.json" % gpu_count()), "w", encoding="utf-8") as handle:
+        json.dump(doc, handle, indent=1)
+    fixture = {"sglang": versions.get("sglang"), "recorded": doc["date"], "responses": first.get("responses"),
+               "log_lines": first.get("log_lines"), "fusion_log_lines": first.get("fusion_log_lines"),
+               "client_result_keys": sorted((reports[state["first_leg"]]["runs"][0]["result"] or {}).keys()),
+               "client_module": reports[state["first_leg"]]["client"]["module"]}
+    with open(os.path.join(OUT, "sglang_0.5.17_real_server.json"), "w", encoding="utf-8") as handle:
+        json.dump(fixture, handle, indent=1)
+    return 0
+
+
+def main(argv):
+    os.makedirs(OUT, exist_ok=True)
+    state = load_state()
+    if argv[0] == "setup":
+        return setup(state)
+    if argv[0] == "legs":
+        for index in [int(a) for a in argv[1:]] or range(len(LEGS)):
+            if state["legs"].get(LEGS[index][0], {}).get("bench_rc") == 0 or not runnable(index):
+                continue  # measured in an earlier call, or cannot run on this machine
+            if run_leg(state, index):
+                return 1
+        if all(state["legs"].get(LEGS[i][0], {}).get("bench_rc") == 0 for i in range(len(LEGS)) if runnable(i)):
+            return evidence(state)
+        return 0
+    if argv[0] == "evidence":
+        return evidence(state)
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] or ["--help"]))

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The real SGLang server on the device machine through the project's roles (see sglang_e2e.py), one phase a call:
+#   run(kind="nvidia-h200-x2", carry=[".device/carry"], command="bash scripts/device/sglang_e2e.sh setup")
+#   run(command="bash scripts/device/sglang_e2e.sh legs 0")   # while the machine is warm; then legs 1 2, evidence
+# .device/carry/wheelhouse.tar.xz is made here by scripts/device/build_wheelhouse.py. What comes back: $OUT/
+# bundle-<phase>.tgz (logs, state, bench results, the evidence) and, after setup, FlashInfer's built trtllm_comm.
+set -uo pipefail
+phase=${1:?phase: setup, legs [N...] or evidence}
+: "${OUT:=$PWD/.device/out}"
+mkdir -p "$OUT" /var/tmp/sglang-e2e/out
+# NVLink multicast stays off on this shared machine, in every process started from here.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+py=/opt/torch/.venv/bin/python3; [ -x "$py" ] || py=$(command -v python3)
+# The roles run their stdlib helpers with /usr/bin/python3 (a Debian host has it); link the image's if absent.
+[ -x /usr/bin/python3 ] || { ln -s "$py" /usr/bin/python3 && echo "linked /usr/bin/python3 -> $py"; }
+{ date -u; nvidia-smi -L; ls -l /dev/nvidia* | head; command -v nvcc systemctl runuser useradd; ls -l /usr/bin/python3; } \
+  > /var/tmp/sglang-e2e/out/machine-$phase.txt 2>&1
+timeout "${E2E_LIMIT_S:-560}" "$py" scripts/device/sglang_e2e.py "$@" 2>&1 | tee /var/tmp/sglang-e2e/out/driver-$phase.log
+rc=${PIPESTATUS[0]}
+tar czf "$OUT/bundle-$phase.tgz" -C /var/tmp/sglang-e2e out
+[ -f /var/tmp/sglang-e2e/trtllm_comm.so ] && [ "$phase" = setup ] && cp /var/tmp/sglang-e2e/trtllm_comm.so "$OUT/"
+cp /var/tmp/sglang-e2e/out/h200x*_sglang_e2e.json "$OUT/" 2>/dev/null
+echo "sglang_e2e $phase: rc=$rc"
+exit "$rc"

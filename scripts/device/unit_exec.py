@@ -1,0 +1,119 @@
+"""Start a server the way systemd would from a rendered unit, on a host whose PID 1 is not systemd.
+
+Reads User=, Group=, WorkingDirectory=, EnvironmentFile= (a leading '-' tolerates a missing file) and ExecStart=
+from the unit's [Service] section: nothing is retyped. The environment is what systemd would give the service
+(its default PATH, LANG, the environment files) plus, named in the result, variables of this machine the unit
+cannot know about (where its CUDA driver libraries are) and the multicast-off settings this shared machine
+requires. The process gets its own session (setsid), so it outlives the command that started it.
+"""
+import os
+import pwd
+import grp
+import shlex
+import signal
+import subprocess
+import time
+
+SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PASS_THROUGH = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+# NVLink multicast stays off on this machine, whatever a unit says (it can take the host's GPUs down).
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def parse_unit(text):
+    """{'User', 'Group', 'WorkingDirectory', 'EnvironmentFile': [...], 'ExecStart': [...]} of [Service]."""
+    unit, section = {"EnvironmentFile": []}, None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        if section != "Service" or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        if key == "EnvironmentFile":
+            unit["EnvironmentFile"].append(value)
+        elif key == "ExecStart":
+            unit["ExecStart"] = shlex.split(value)
+        elif key in ("User", "Group", "WorkingDirectory"):
+            unit[key] = value
+    missing = [key for key in ("User", "WorkingDirectory", "ExecStart") if key not in unit]
+    if missing:
+        raise ValueError("unit has no %s in [Service]" % ", ".join(missing))
+    return unit
+
+
+def read_env_file(path):
+    """KEY=VALUE lines as systemd reads them (comments, blank lines, optional quotes)."""
+    env = {}
+    with open(path, encoding="utf-8") as handle:
+        for raw in handle:
+            line = raw.strip()
+            if not line or line.startswith(("#", ";")) or "=" not in line:
+                continue
+            key, value = line.split("=", 1)
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            env[key.strip()] = value
+    return env
+
+
+def service_env(unit, extra=None, host_env=None):
+    host_env = os.environ if host_env is None else host_env
+    env = {"PATH": SYSTEMD_PATH, "LANG": "C.UTF-8"}
+    passed = {k: host_env[k] for k in PASS_THROUGH if k in host_env}
+    env.update(passed)
+    for entry in unit["EnvironmentFile"]:
+        optional, path = entry.startswith("-"), entry.lstrip("-")
+        if optional and not os.path.exists(path):
+            continue
+        env.update(read_env_file(path))
+    env.update(extra or {})
+    env.update(MULTICAST_OFF)
+    return env, sorted(passed)
+
+
+def start(unit_path, log_path, extra_env=None):
+    with open(unit_path, encoding="utf-8") as handle:
+        unit = parse_unit(handle.read())
+    env, passed = service_env(unit, extra_env)
+    user = pwd.getpwnam(unit["User"])
+    group = grp.getgrnam(unit["Group"]).gr_gid if unit.get("Group") else user.pw_gid
+    log = open(log_path, "ab")  # pylint: disable=consider-using-with
+    proc = subprocess.Popen(unit["ExecStart"], cwd=unit["WorkingDirectory"], env=env, user=user.pw_uid,
+                            group=group, extra_groups=[], stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    return {"pid": proc.pid, "argv": unit["ExecStart"], "user": unit["User"], "cwd": unit["WorkingDirectory"],
+            "environment_files": unit["EnvironmentFile"], "passed_from_host": passed,
+            "added": sorted(set(extra_env or {}) | set(MULTICAST_OFF)), "log": log_path}
+
+
+def process_gone(pid):
+    try:
+        with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
+def stop(pid, grace_s=60):
+    """Stop the whole process group (systemd's KillMode=control-group): TERM, then KILL."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return "gone"
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return "terminated"
+        time.sleep(1)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return "terminated"
+    return "killed"

@@ -1,0 +1,128 @@
+"""The SGLang stand-in held to what the real server answered (sglang 0.5.17 on an H200, recorded by
+scripts/device/sglang_e2e.py into tests/fixtures/device/sglang_0.5.17_real_server.json).
+
+The stand-in imitates the lab's release (0.5.21); where 0.5.17 differs by release the test names the difference
+(VERSION_DIFFERENCES) instead of hiding it. Everything else the roles and the benchmark gate read must match:
+status codes, bodies of the health checks, the JSON keys of /generate, /v1/completions, /v1/models, the served
+arguments the roles check, and the error shapes.
+"""
+import json
+import os
+
+import pytest
+
+from tests.unit.test_sglang_server_standin import REPO, Standin
+
+RECORDED = os.path.join(REPO, "tests", "fixtures", "device", "sglang_0.5.17_real_server.json")
+LAB_MODEL = os.path.join(REPO, "lab", "models", "kimi-k2.5-standin")  # the same tokenizer files the real one used
+# Paths whose answer depends on the release: /ready is 404 on 0.5.17 and served by later releases (the stand-in's).
+VERSION_DIFFERENCES = {"/ready"}
+# Served arguments the roles and the benchmark runner read from /server_info.
+READ_FROM_SERVER_INFO = ("version", "tp_size", "model_path", "served_model_name", "speculative_algorithm",
+                         "speculative_num_steps", "speculative_num_draft_tokens", "speculative_eagle_topk",
+                         "flashinfer_allreduce_fusion_backend")
+# meta_info keys the stand-in does not send: per-verify histograms it has no per-step data for.
+META_NOT_IMITATED = {"spec_accept_histogram", "spec_correct_drafts_histogram"}
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    with open(RECORDED, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def answers(recorded, tmp_path_factory):
+    """The stand-in's answer to each recorded request, started like the real one (EAGLE-3, TP 1)."""
+    server = Standin(tmp_path_factory.mktemp("fidelity"), model=LAB_MODEL,
+                     args=["--tp-size", "1", "--speculative-algorithm", "EAGLE3",
+                           "--speculative-draft-model-path", "/srv/models/draft", "--speculative-num-steps", "3",
+                           "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"])
+    try:
+        server.start().wait_ready()
+        out = {}
+        for call in recorded["responses"]:
+            status, body, _raw = server.request(call["path"], call["request"], method=call["method"])
+            out[call["method"] + " " + call["path"]] = (status, body)
+        return out
+    finally:
+        server.stop()
+
+
+def calls(recorded_file=RECORDED):
+    with open(recorded_file, encoding="utf-8") as handle:
+        return [c for c in json.load(handle)["responses"]]
+
+
+@pytest.mark.parametrize("call", calls(), ids=lambda c: c["method"] + " " + c["path"])
+def test_status_codes_match_the_real_server(call, answers):
+    status, _body = answers[call["method"] + " " + call["path"]]
+    if call["path"] in VERSION_DIFFERENCES:
+        assert (call["status"], status) == (404, 200)  # 0.5.17 has no /ready; the stand-in imitates 0.5.21
+    else:
+        assert status == call["status"]
+
+
+def real(recorded, path, method="GET"):
+    return next(c for c in recorded["responses"] if c["path"] == path and c["method"] == method)
+
+
+def test_health_checks_answer_with_an_empty_body(recorded, answers):
+    for path in ("/health", "/health_generate"):
+        assert real(recorded, path)["text"] == "" and answers["GET " + path] == (200, "")
+
+
+def test_generate_has_the_real_keys(recorded, answers):
+    want = real(recorded, "/generate", "POST")["json"]
+    _status, got = answers["POST /generate"]
+    assert set(got) == set(want) == {"text", "output_ids", "meta_info"}
+    assert set(want["meta_info"]) - META_NOT_IMITATED == set(got["meta_info"])
+    assert got["meta_info"]["finish_reason"] == want["meta_info"]["finish_reason"] == {"type": "length", "length": 8}
+
+
+def test_completions_and_models_have_the_real_keys(recorded, answers):
+    want = real(recorded, "/v1/completions", "POST")["json"]
+    _status, got = answers["POST /v1/completions"]
+    assert set(got) == set(want)
+    assert set(got["choices"][0]) == set(want["choices"][0]) and set(got["usage"]) == set(want["usage"])
+    want, got = real(recorded, "/v1/models")["json"], answers["GET /v1/models"][1]
+    assert set(got) == set(want) and set(got["data"][0]) == set(want["data"][0])
+
+
+def test_server_info_serves_what_the_roles_read(recorded, answers):
+    for path in ("/server_info", "/get_server_info"):
+        want, got = real(recorded, path)["json"], answers["GET " + path][1]
+        assert set(READ_FROM_SERVER_INFO) <= set(want) and set(READ_FROM_SERVER_INFO) <= set(got)
+        assert got["speculative_algorithm"] == want["speculative_algorithm"] == "EAGLE3"
+        assert got["tp_size"] == want["tp_size"] == 1
+
+
+def test_errors_have_the_real_shape(recorded, answers):
+    for path in ("/no_such_path", "/metrics"):  # metrics: off without --enable-metrics, in both
+        assert answers["GET " + path][1] == real(recorded, path)["json"] == {"detail": "Not Found"}
+    want = real(recorded, "/v1/chat/completions", "POST")["json"]
+    got = answers["POST /v1/chat/completions"][1]
+    assert got == want  # the lab tokenizer has no chat template: both refuse, with the same message
+
+
+def test_flush_cache_answers_the_real_text(recorded, answers):
+    assert answers["POST /flush_cache"][1] == real(recorded, "/flush_cache", "POST")["text"]
+
+
+def test_log_lines_the_roles_read_are_the_real_ones(recorded):
+    """The stand-in prints these lines (test_sglang_server_standin checks its formats); the real ones agree."""
+    lines = recorded["log_lines"]
+    assert any(line.endswith("The server is fired up and ready to roll!") for line in lines)
+    assert any("INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)" in line for line in lines)
+    assert any("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use "
+               "'/server_info' instead." in line for line in lines)
+    with open(os.path.join(REPO, "lab", "standins", "sglang_server_standin.py"), encoding="utf-8") as handle:
+        source = handle.read()
+    assert "The server is fired up and ready to roll!" in source and "Uvicorn running on %s (Press CTRL+C to quit)" in source
+    assert "Endpoint '/get_server_info' is deprecated and will be removed in a future version. " in source
+
+
+def test_client_result_line_has_what_the_gate_reads(recorded):
+    keys = set(recorded["client_result_keys"])
+    assert {"output_throughput", "completed", "accept_length", "total_output_tokens", "duration"} <= keys
+    assert recorded["client_module"] == "sglang.benchmark.serving"

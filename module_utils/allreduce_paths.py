@@ -280,7 +280,7 @@ def fusion_reasons(facts, setup):
                        "only knows world sizes %s, and SGLang lets it choose" % (tp, sizes))
     if 1 < ep < tp:
         reasons.append("hybrid expert parallelism (ep_size %d < tp_size %d, MoE-TP %d): the fused kernel "
-                       "corrupts output there (SGLang PR #32012, no guard in any release)" % (ep, tp, tp // ep))
+                       "corrupts output there (SGLang PR #32012, no guard on the fused path up to 0.5.23)" % (ep, tp, tp // ep))
     problem = _ipc_environment_problem(setup["environment"])
     if problem:
         reasons.append(problem)

@@ -135,3 +135,11 @@ def test_without_sglang_source_it_fails_before_touching_a_gpu(tmp_path):
                           capture_output=True, text=True, check=False)
     result = json.loads(out.read_text())
     assert proc.returncode == 2 and not result["passed"] and "holds no sglang/" in result["summary"]
+
+
+def test_the_summary_says_why_a_kernel_could_not_be_proven():
+    result = {"path": "pcie_ipc", "world_size": 2, "sizes": [], "passed": False, "problems": [],
+              "kernel": {"error": "this FlashInfer has no PcieIpcAllReduceWorkspace (needs >= 0.7.0)"}}
+    line = canary.summary_line(result)
+    assert line.startswith("pcie_ipc canary FAILED on 2 GPU(s)") and "needs >= 0.7.0" in line
+    assert not canary.judge([], world_size=2)["passed"]

@@ -303,6 +303,8 @@ def summary_line(result):
     tokens = sorted({s["tokens"] for s in sizes})
     why = "" if result.get("passed") else (": " + "; ".join(result.get("problems", [])[:3]) if result.get("problems")
                                            else "")
+    if not result.get("passed") and (result.get("kernel") or {}).get("error"):
+        why = ": " + result["kernel"]["error"]
     return "%s canary %s on %d GPU(s), tokens %s, max abs error %s%s%s" % (
         result.get("path", "fusion"), "PASSED" if result.get("passed") else "FAILED", result.get("world_size", 0),
         ",".join(str(t) for t in tokens), result.get("max_abs_err"), speed, why)
@@ -510,7 +512,10 @@ def _fusion(gpu, args, call):
 def _pcie_ipc(gpu, args):
     """PcieIpcAllReduceWorkspace the way SGLang's pcie_ipc_ar.py builds, tunes and calls it."""
     torch, dist = gpu.torch, gpu.dist
-    from flashinfer.comm import PcieIpcAllReduceWorkspace
+    try:
+        from flashinfer.comm import PcieIpcAllReduceWorkspace
+    except ImportError as exc:  # FlashInfer < 0.7.0: SGLang falls back to NCCL, there is nothing to prove
+        return [], {"error": "this FlashInfer has no PcieIpcAllReduceWorkspace (needs >= 0.7.0): %s" % exc}, None
     try:
         from flashinfer.comm.pcie_ipc_tuning import default_cache_path
         cache = str(default_cache_path(gpu.world))

@@ -82,8 +82,8 @@ options:
     default: {}
   pcie_ipc_exclusive:
     description:
-      - Add C(--disable-custom-all-reduce) to the PCIe IPC paths where SGLang dispatches its custom all-reduce
-        first (0.5.21, 0.5.23): at TP2 it takes every size it fits, and the path measured would not be PCIe IPC.
+      - "Add C(--disable-custom-all-reduce) to the PCIe IPC paths where SGLang dispatches its custom all-reduce
+        first (0.5.21, 0.5.23): at TP2 it takes every size it fits, and the path measured would not be PCIe IPC."
     type: bool
     default: true
   fusion_unavailable:

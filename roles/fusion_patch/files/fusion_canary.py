@@ -390,7 +390,8 @@ class Gpu(object):
             finite = torch.isfinite(got)
             nonfinite += int((~finite).sum().item())
             diff = (got - ref).abs()
-            bad += int(((diff > args.atol + args.rtol * ref.abs()) & finite).sum().item())
+            # written as "not within": a NaN in the reference (NaN compares false) counts as bad too
+            bad += int((~(diff <= args.atol + args.rtol * ref.abs()) & finite).sum().item())
             if finite.any():
                 worst = max(worst, float(diff[finite].max().item()))
         return [bad, nonfinite, worst]

@@ -77,3 +77,13 @@ def test_a_bad_setting_is_refused_before_anything_runs(venv, tmp_path):
     rc, report = run(venv, tmp_path, sglang_allreduce_autotune_dir="relative/dir")
     name, msg = failure(report)
     assert rc != 0 and name == "Check the all-reduce path settings" and "autotune_dir" in msg
+
+
+def test_hybrid_ep_and_determinism_are_read_from_the_servers_extra_arguments(venv, tmp_path):
+    rc, report = run(venv, tmp_path, sglang_allreduce_tp_size=8, fusion_patch_server_args=FUSION_FLAG,
+                     sglang_server_extra_args=["--ep-size", "2", "--enable-deterministic-inference"])
+    assert rc == 0, failure(report)
+    result = published(report)["sglang_allreduce_result"]
+    assert result["path"] == "nccl" and result["candidates"] == ["nccl"]
+    assert any("hybrid expert parallelism (ep_size 2 < tp_size 8" in r for r in result["refused"]["fusion"])
+    assert any("deterministic" in r for r in result["refused"]["pcie_ipc"])

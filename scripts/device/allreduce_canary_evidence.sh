@@ -6,6 +6,8 @@
 # torch, nvcc and NCCL come from the machine. Any GPU count (2, 4, 8).
 #   run(kind="nvidia-h200-x2", carry=[".cache/device-fusion-wheels"], command="bash scripts/device/allreduce_canary_evidence.sh")
 # SGLANG_SITE=<site-packages with sglang/> uses an sglang already there instead of a carried wheel.
+# STEPS="name ..." runs only those steps (a device command may run 10 minutes; the first canary JIT-builds
+# trtllm_comm, ~270 s, into /tmp/flashinfer-ws, which later calls on the same warm machine reuse).
 set -uo pipefail
 OUT=${OUT:-$PWD/.cache/device-out}
 WHEELS=${WHEELS:-.cache/device-fusion-wheels}
@@ -35,6 +37,7 @@ log "python $py, $n GPU(s), sglang source $sglang_site, FLASHINFER_CUDA_ARCH_LIS
 
 run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, record wall time and exit code
   local name=$1 limit=$2; shift 2
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return 0; fi
   local t0=$SECONDS
   timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?

@@ -118,3 +118,15 @@ def test_replay_stand_in_writes_the_recorded_result(tmp_path):
     out.unlink()
     crashed = subprocess.run([sys.executable, str(standin), "--out", str(out)], capture_output=True, text=True)
     assert crashed.returncode == 1 and "no result written" in crashed.stderr and not out.exists()
+
+
+def test_bench_table_gains_a_pcie_ipc_column_only_where_measured():
+    measured = {"label": "deployed", "sizes": [{"tokens": 1, "bytes": 14336, "us": 12.5, "pcie_ipc_us": 5.25},
+                                               {"tokens": 4096, "bytes": 58720256, "us": 900.0, "pcie_ipc_us": None}]}
+    text = bench.table([measured, PROBES["bench_defaults"]])
+    lines = text.splitlines()
+    assert lines[0] == "| tokens | bytes | deployed, us | deployed pcie_ipc, us | defaults, us |"
+    assert lines[2].startswith("| 1 | 14336 | 12.50 | 5.25 | ")
+    assert lines[-1] == "| 4096 | 58720256 | 900.00 | - | - |"  # outside the workspace: SGLang uses NCCL there
+    args = bench.parse_args(["--out", "x"])
+    assert args.pcie_ipc == "auto" and not args.no_pcie_ipc_tune

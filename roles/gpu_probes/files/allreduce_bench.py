@@ -3,7 +3,10 @@
     python -m torch.distributed.run --nproc-per-node N allreduce_bench.py --label current --out bench.json
 
 NCCL reads its environment once, at init: compare settings by running this once per setting (the role runs it
-with the venv's NCCL hook, i.e. the deployed settings, and once with NCCL's defaults). Importable without torch.
+with the venv's NCCL hook, i.e. the deployed settings, and once with NCCL's defaults). Where the venv's FlashInfer
+has PcieIpcAllReduceWorkspace (>= 0.7.0) and the GPU count is 2, 4 or 8, the same sizes are also timed through it
+(workspace sized for the largest size, tuned as SGLang's pcie_ipc_ar.py tunes it unless --no-pcie-ipc-tune): a
+second row per run, "<label> pcie_ipc". Importable without torch.
 """
 import argparse
 import json
@@ -20,6 +23,9 @@ def parse_args(argv=None):
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--label", default="current", help="name of this run's NCCL setting")
+    parser.add_argument("--pcie-ipc", choices=("auto", "off"), default="auto",
+                        help="auto: also time FlashInfer's PCIe IPC all-reduce where the installed FlashInfer has it")
+    parser.add_argument("--no-pcie-ipc-tune", action="store_true", help="keep FlashInfer's seed tactics")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     try:
@@ -31,21 +37,84 @@ def parse_args(argv=None):
     return args
 
 
+def columns(runs):
+    """(heading, run, field) per column: each run's NCCL figures, and its PCIe IPC figures where it has them."""
+    found = []
+    for run in runs:
+        found.append(("%s, us" % run["label"], run, "us"))
+        if any(s.get("pcie_ipc_us") is not None for s in run["sizes"]):
+            found.append(("%s pcie_ipc, us" % run["label"], run, "pcie_ipc_us"))
+    return found
+
+
 def table(runs):
-    """Markdown table: tokens x run label, latency in us."""
-    labels = [run["label"] for run in runs]
+    """Markdown table: tokens x run label (plus a pcie_ipc column where measured), latency in us."""
+    cols = columns(runs)
     tokens = sorted({s["tokens"] for run in runs for s in run["sizes"]})
-    lines = ["| tokens | bytes | " + " | ".join("%s, us" % label for label in labels) + " |",
-             "|---|---|" + "---|" * len(labels)]
+    lines = ["| tokens | bytes | " + " | ".join(heading for heading, _r, _f in cols) + " |",
+             "|---|---|" + "---|" * len(cols)]
     for count in tokens:
         cells = []
         size_bytes = None
-        for run in runs:
+        for _heading, run, field in cols:
             match = [s for s in run["sizes"] if s["tokens"] == count]
-            cells.append("%.2f" % match[0]["us"] if match else "-")
+            value = match[0].get(field) if match else None
+            cells.append("%.2f" % value if value is not None else "-")
             size_bytes = size_bytes or (match[0]["bytes"] if match else None)
         lines.append("| %d | %s | %s |" % (count, size_bytes, " | ".join(cells)))
     return "\n".join(lines)
+
+
+def time_graph(torch, dist, fn, iters, reps):
+    """Slowest rank's mean time of fn() inside a CUDA graph (iters calls per graph, replayed reps times)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=stream):
+        for _ in range(iters):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    us = torch.tensor([start.elapsed_time(end) * 1000.0 / (iters * reps)], device="cuda")
+    dist.all_reduce(us, op=dist.ReduceOp.MAX)  # the slowest rank is what a step waits for
+    del graph  # a captured NCCL graph alive at teardown can hang destroy_process_group
+    torch.cuda.synchronize()
+    return round(us.item(), 2)
+
+
+def pcie_ipc_workspace(torch, dist, args, world):
+    """(workspace or None, why): PcieIpcAllReduceWorkspace built and tuned as SGLang's pcie_ipc_ar.py does."""
+    if args.pcie_ipc == "off":
+        return None, "off"
+    if world not in (2, 4, 8):
+        return None, "world size %d: PCIe IPC supports 2, 4, 8" % world
+    try:
+        from flashinfer.comm import PcieIpcAllReduceWorkspace
+    except ImportError as exc:
+        return None, "FlashInfer has no PcieIpcAllReduceWorkspace (needs >= 0.7.0): %s" % exc
+    try:
+        from flashinfer.comm.pcie_ipc_tuning import default_cache_path
+        cache = str(default_cache_path(world))
+    except (ImportError, AttributeError):
+        cache = None
+    rows = max(args.tokens)
+    batches = sorted({r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if r <= rows} | {rows})
+    workspace = PcieIpcAllReduceWorkspace(group=dist.group.WORLD, max_numel=rows * args.hidden,
+                                          dtype=torch.bfloat16, tune_batches=tuple(batches), tune_cache=cache)
+    if not args.no_pcie_ipc_tune:
+        workspace.tune([args.hidden], dtype=torch.bfloat16, tune_group=dist.new_group(backend="gloo"))
+    workspace.prepare([(t, args.hidden) for t in args.tokens], dtype=torch.bfloat16)
+    return workspace, "tuned" if not args.no_pcie_ipc_tune else "seed tactics"
 
 
 def main(argv=None):
@@ -53,42 +122,36 @@ def main(argv=None):
     import torch
     import torch.distributed as dist
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])  # any count; pcie_ipc: 2, 4, 8
     local = int(os.environ.get("LOCAL_RANK", rank))
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    workspace, pcie_note = pcie_ipc_workspace(torch, dist, args, world)
+    bound = {"stream": None}
+
+    def pcie_reduce(buf, out):
+        stream = torch.cuda.current_stream()
+        if bound["stream"] is None or stream != bound["stream"]:
+            workspace.rebind_stream()  # one workspace serves one stream, as SGLang rebinds it
+            bound["stream"] = stream
+        workspace.all_reduce(buf, out=out)
+
     sizes = []
     for count in args.tokens:
         buf = torch.randn(count, args.hidden, device="cuda", dtype=torch.bfloat16)
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(3):
-                dist.all_reduce(buf)
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(args.iters):
-                dist.all_reduce(buf)
-        graph.replay()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(args.reps):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        us = torch.tensor([start.elapsed_time(end) * 1000.0 / (args.iters * args.reps)], device="cuda")
-        dist.all_reduce(us, op=dist.ReduceOp.MAX)  # the slowest rank is what a step waits for
-        del graph  # a captured NCCL graph alive at teardown can hang destroy_process_group
-        torch.cuda.synchronize()
-        sizes.append({"tokens": count, "bytes": count * args.hidden * 2, "us": round(us.item(), 2)})
+        entry = {"tokens": count, "bytes": count * args.hidden * 2,
+                 "us": time_graph(torch, dist, lambda: dist.all_reduce(buf), args.iters, args.reps),
+                 "pcie_ipc_us": None}
+        if workspace is not None and workspace.supports(buf):
+            out = torch.empty_like(buf)
+            entry["pcie_ipc_us"] = time_graph(torch, dist, lambda: pcie_reduce(buf, out), args.iters, args.reps)
+        sizes.append(entry)
     if rank == 0:
         result = {"tool": "allreduce_bench", "label": args.label, "world_size": world, "hidden": args.hidden,
                   "dtype": "bfloat16", "gpu": torch.cuda.get_device_name(local),
                   "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()), "torch": torch.__version__,
                   "nccl_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
-                  "sizes": sizes}
+                  "pcie_ipc": pcie_note, "sizes": sizes}
         with open(args.out, "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=2)
         print(table([result]), flush=True)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The all-reduce canaries and microbenchmark on a real multi-GPU machine (no network there); JSON and logs to $OUT.
+# Carry .cache/device-fusion-wheels: flashinfer-python (0.6.18 there today; >= 0.7.0 for the pcie_ipc rows) with
+# apache-tvm-ffi, cuda-tile, nccl4py (and nccl-extensions for 0.7.x) for CPython 3.12, plus the sglang wheel whose
+# call the fusion canary mirrors (only its source is read: it is installed --no-deps and never imported).
+# torch, nvcc and NCCL come from the machine. Any GPU count (2, 4, 8).
+#   run(kind="nvidia-h200-x2", carry=[".cache/device-fusion-wheels"], command="bash scripts/device/allreduce_canary_evidence.sh")
+# SGLANG_SITE=<site-packages with sglang/> uses an sglang already there instead of a carried wheel.
+# STEPS="name ..." runs only those steps (a device command may run 10 minutes; the first canary JIT-builds
+# trtllm_comm, ~270 s, into /tmp/flashinfer-ws, which later calls on the same warm machine reuse).
+set -uo pipefail
+OUT=${OUT:-$PWD/.cache/device-out}
+WHEELS=${WHEELS:-.cache/device-fusion-wheels}
+mkdir -p "$OUT"
+log() { echo "allreduce_canary: $*" | tee -a "$OUT/steps.log"; }
+
+py=""
+for candidate in /opt/torch/.venv/bin/python3 python3; do
+  if "$candidate" -c 'import torch' 2>/dev/null; then py=$candidate; break; fi
+done
+[ -n "$py" ] || { log "no python with torch"; exit 2; }
+site=/tmp/allreduce-canary-site
+"$py" -m pip install -q --no-deps --no-index --target "$site" "$WHEELS"/*.whl >> "$OUT/steps.log" 2>&1 ||
+  { log "wheel install failed"; exit 2; }
+sglang_site=${SGLANG_SITE:-$site}
+[ -d "$sglang_site/sglang" ] || { log "no sglang/ in $sglang_site: carry the sglang wheel or set SGLANG_SITE"; exit 2; }
+export PYTHONPATH=$site
+export FLASHINFER_WORKSPACE_BASE=/tmp/flashinfer-ws
+export FLASHINFER_AUTOTUNE_DIR=/tmp/flashinfer-ws/autotune
+export FLASHINFER_CUDA_ARCH_LIST=${FLASHINFER_CUDA_ARCH_LIST:-9.0}
+mkdir -p "$FLASHINFER_WORKSPACE_BASE"
+n=$(nvidia-smi -L | wc -l)
+{ nvidia-smi -L; nvidia-smi topo -m; nvcc --version | tail -n 2
+  "$py" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
+  ls "$site" | grep -i 'dist-info'; } > "$OUT/machine.txt" 2>&1
+log "python $py, $n GPU(s), sglang source $sglang_site, FLASHINFER_CUDA_ARCH_LIST=$FLASHINFER_CUDA_ARCH_LIST"
+
+run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, record wall time and exit code
+  local name=$1 limit=$2; shift 2
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return 0; fi
+  local t0=$SECONDS
+  timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  log "$name: rc=$rc wall=$((SECONDS - t0))s"
+}
+canary=roles/fusion_patch/files/fusion_canary.py
+bench=roles/gpu_probes/files/allreduce_bench.py
+spec=(--hidden 7168 --draft-tokens 4 --max-batch 16 --sglang-site "$sglang_site")
+# 1. fusion, exactly SGLang's call (first run JIT-builds trtllm_comm unless the cache is warm), speculative shapes
+run canary_sglang_call 480 "$canary" "${spec[@]}" --out "$OUT/canary_sglang_call.json"
+# 2. the same with vLLM's fix (trigger_completion_at_end true for one-shot), to compare with 1
+run canary_vllm_trigger 180 "$canary" "${spec[@]}" --no-timing --trigger-completion-at-end vllm --out "$OUT/canary_vllm_trigger.json"
+# 3. one-shot and two-shot forced at every size (FlashInfer's heuristic picks one of them per size)
+run canary_oneshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot true --out "$OUT/canary_oneshot.json"
+run canary_twoshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot false --out "$OUT/canary_twoshot.json"
+# 4. it must fail: one rank's input corrupted
+run canary_corrupt 180 "$canary" "${spec[@]}" --no-timing --corrupt-rank 1 --out "$OUT/canary_corrupt.json"
+# 5. PCIe IPC (needs FlashInfer >= 0.7.0; with 0.6.18 the result says it has no PcieIpcAllReduceWorkspace)
+run canary_pcie_ipc 480 "$canary" --path pcie_ipc "${spec[@]}" --out "$OUT/canary_pcie_ipc.json"
+run canary_pcie_ipc_corrupt 180 "$canary" --path pcie_ipc "${spec[@]}" --no-tune --no-timing --corrupt-rank 1 \
+  --out "$OUT/canary_pcie_ipc_corrupt.json"
+# 6. all-reduce inside CUDA graphs, NCCL defaults, with a pcie_ipc column where FlashInfer has it
+for k in $(env | grep -o '^NCCL_[A-Z_]*'); do unset "$k"; done
+run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$OUT/bench_defaults.json"
+# One bundle, so a limit on returned files loses nothing.
+"$py" - "$OUT" <<'PY' > "$OUT/allreduce_canary_evidence.json"
+import glob, json, os, sys
+out = sys.argv[1]
+bundle = {"steps": open(os.path.join(out, "steps.log")).read().splitlines(),
+          "machine": open(os.path.join(out, "machine.txt")).read().splitlines(), "results": {}}
+for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+    if not path.endswith("allreduce_canary_evidence.json"):
+        bundle["results"][os.path.basename(path)[:-5]] = json.load(open(path))
+print(json.dumps(bundle, indent=1))
+PY
+log done

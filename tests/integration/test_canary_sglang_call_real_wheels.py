@@ -1,0 +1,53 @@
+"""The canary mirrors each SGLang release's own call of FlashInfer's fused kernel, read from the real wheels."""
+import importlib.util
+import os
+import zipfile
+
+import pytest
+
+from tests.helpers import wheels
+
+pytestmark = pytest.mark.wheels
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_spec = importlib.util.spec_from_file_location(
+    "fusion_canary_real", os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canary.py"))
+canary = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(canary)
+
+FILES = (canary.SG_FUSION,) + canary.SG_CALLERS + canary.SG_MAX_BATCH
+
+
+def call_of(release):
+    with zipfile.ZipFile(wheels.wheel("sglang", release)) as archive:
+        names = set(archive.namelist())
+        texts = dict((rel, archive.read(rel).decode("utf-8")) for rel in FILES if rel in names)
+    return canary.sglang_call(texts)
+
+
+# fp32 accumulation became SGLang's default in 0.5.21; trigger_completion_at_end stays False throughout
+# (FlashInfer's own default is True); the allreduce-only call (kAllReduce) arrived in 0.5.19.
+@pytest.mark.parametrize("release,fp32_acc,ar_only", [
+    ("0.5.14", False, None),
+    ("0.5.17", False, None),
+    ("0.5.19", False, {"fp32_acc": False, "trigger_completion_at_end": False, "launch_with_pdl": True}),
+    ("0.5.21", True, {"fp32_acc": True, "trigger_completion_at_end": False, "launch_with_pdl": True}),
+    ("0.5.23", True, {"fp32_acc": True, "trigger_completion_at_end": False, "launch_with_pdl": True}),
+])
+def test_each_release_call(release, fp32_acc, ar_only):
+    call = call_of(release)
+    assert call["use_oneshot"] is None, "FlashInfer's heuristic picks one-/two-shot"
+    assert call["trigger_completion_at_end"] is False and call["passes_trigger"]
+    assert call["fp32_acc"] is fp32_acc and call["launch_with_pdl"] is True
+    assert call["workspace_tokens"] == 2048 and call["caller_overrides"] == []
+    assert call["ar_only"] == ar_only
+
+
+def test_flashinfer_defaults_trigger_to_true_where_sglang_passes_false():
+    """The hazard's setting is SGLang's choice, not FlashInfer's default (vLLM forces True for one-shot)."""
+    for version in ("0.6.18", "0.7.2"):
+        with zipfile.ZipFile(wheels.wheel("flashinfer-python", version)) as archive:
+            source = archive.read("flashinfer/comm/allreduce.py").decode("utf-8")
+        signature = source[source.index("def allreduce_fusion("):]
+        signature = signature[:signature.index(")")]
+        assert "trigger_completion_at_end: bool = True" in signature, version

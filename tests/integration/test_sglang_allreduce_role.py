@@ -1,0 +1,89 @@
+"""The sglang_allreduce role on localhost, on a real sglang 0.5.23 + flashinfer-python 0.7.2 venv (--no-deps)."""
+import getpass
+
+import pytest
+
+from tests.helpers import wheels
+from tests.helpers.ansible_run import failure, run_playbook, task_results
+
+pytestmark = pytest.mark.wheels
+
+PLAYBOOK = "tests/playbooks/sglang_allreduce_local.yml"
+FUSION_FLAG = ["--flashinfer-allreduce-fusion-backend", "trtllm"]
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    return wheels.make_venv(str(tmp_path_factory.mktemp("allreduce-role") / "venv"),
+                            wheels.wheel("sglang", "0.5.23"), wheels.wheel("flashinfer-python", "0.7.2"))
+
+
+@pytest.fixture
+def model(tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"hidden_size": 4096}')
+    return str(tmp_path / "model")
+
+
+def run(venv, tmp_path, check=False, **variables):
+    base = {"sglang_allreduce_venv": venv, "sglang_allreduce_tp_size": 2, "sglang_allreduce_user": getpass.getuser(),
+            "sglang_allreduce_autotune_dir": str(tmp_path / "autotune")}
+    base.update(variables)
+    return run_playbook(PLAYBOOK, base, check=check)
+
+
+def published(report):
+    for name, result in task_results(report):
+        if name == "Publish the path for the server and the benchmark gate":
+            return result["ansible_facts"]
+    raise AssertionError("no published facts")
+
+
+def test_auto_keeps_fusion_where_fusion_patch_gave_its_flag(venv, tmp_path, model):
+    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG, sglang_allreduce_model_path=model,
+                     sglang_allreduce_speculative=True, sglang_allreduce_speculative_num_draft_tokens=4,
+                     sglang_allreduce_cuda_graph_max_bs=8)
+    assert rc == 0, failure(report)
+    facts = published(report)
+    assert facts["sglang_allreduce_server_args"] == FUSION_FLAG
+    assert facts["sglang_allreduce_candidates"] == ["fusion+pcie_ipc", "pcie_ipc", "fusion", "nccl"]
+    both = facts["sglang_allreduce_result"]["paths"]["fusion+pcie_ipc"]["environment"]
+    assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 4096)  # hidden size read from the model's config
+
+
+def test_auto_without_fusion_patch_is_nccl_and_says_why(venv, tmp_path):
+    rc, report = run(venv, tmp_path, fusion_patch_server_args=[],
+                     fusion_patch_canary_report={"summary": "fusion canary FAILED on 2 GPU(s)"})
+    assert rc == 0, failure(report)
+    facts = published(report)
+    assert facts["sglang_allreduce_server_args"] == [] and "fusion" not in facts["sglang_allreduce_candidates"]
+    assert any("canary FAILED" in r for r in facts["sglang_allreduce_result"]["refused"]["fusion"])
+
+
+def test_an_explicit_path_that_cannot_run_fails_the_play_naming_the_reason(venv, tmp_path):
+    rc, report = run(venv, tmp_path, sglang_allreduce_path="pcie_ipc", sglang_allreduce_tp_size=6)
+    name, msg = failure(report)
+    assert rc != 0 and name.startswith("Decide the all-reduce path") and "tp_size 6" in msg
+
+
+def test_explicit_pcie_ipc_in_check_mode(venv, tmp_path):
+    rc, report = run(venv, tmp_path, check=True, sglang_allreduce_path="pcie_ipc")
+    assert rc == 0, failure(report)
+    env = published(report)["sglang_allreduce_environment"]
+    assert env["SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"] == "1" and env["FLASHINFER_AUTOTUNE_DIR"] == str(tmp_path / "autotune")
+
+
+def test_a_bad_setting_is_refused_before_anything_runs(venv, tmp_path):
+    rc, report = run(venv, tmp_path, sglang_allreduce_autotune_dir="relative/dir")
+    name, msg = failure(report)
+    assert rc != 0 and name == "Check the all-reduce path settings" and "autotune_dir" in msg
+
+
+def test_hybrid_ep_and_determinism_are_read_from_the_servers_extra_arguments(venv, tmp_path):
+    rc, report = run(venv, tmp_path, sglang_allreduce_tp_size=8, fusion_patch_server_args=FUSION_FLAG,
+                     sglang_server_extra_args=["--ep-size", "2", "--enable-deterministic-inference"])
+    assert rc == 0, failure(report)
+    result = published(report)["sglang_allreduce_result"]
+    assert result["path"] == "nccl" and result["candidates"] == ["nccl"]
+    assert any("hybrid expert parallelism (ep_size 2 < tp_size 8" in r for r in result["refused"]["fusion"])
+    assert any("deterministic" in r for r in result["refused"]["pcie_ipc"])

@@ -1,0 +1,101 @@
+"""allreduce_paths' pure parts: source markers from text, sizing, validation, writability (real wheels: integration)."""
+import getpass
+import os
+
+import pytest
+
+from ansible.module_utils import allreduce_paths as ap
+
+ENVIRON = ("class Envs:\n    SGLANG_ENABLE_PCIE_IPC_ALLREDUCE = EnvBool(False)\n"
+           "    SGLANG_PCIE_IPC_MAX_NUMEL = EnvInt(0)\n")
+DISPATCH = ("class G:\n    def _resolve_outplace_all_reduce_method(self, x):\n        if a:\n            return 'ca'\n"
+            "        if b:\n            return 'pcie_ipc'\n        return None\n")
+
+
+def facts(**over):
+    files = {ap.SG_ENVIRON: ENVIRON, ap.SG_PCIE: "_SUPPORTED_WORLD_SIZES = (2, 4, 8)\n# deterministic\n",
+             ap.SG_PARALLEL: DISPATCH, ap.SG_SERVER_ARGS: "x = '--flashinfer-allreduce-fusion-backend'\n"
+                                                           "y = '--disable-custom-all-reduce'\n",
+             ap.SG_FUSION: "raise ValueError('FlashInfer allreduce fusion trtllm backend supports single-node only.')",
+             ap.FI_COMM_INIT: "from .pcie_ipc_ar import PcieIpcAllReduceWorkspace\n",
+             ap.FI_PCIE: "_SUPPORTED_WORLD_SIZES = (2, 4, 8)\nclass PcieIpcAllReduceWorkspace:\n    pass\n",
+             ap.FI_TRTLLM: "_use_oneshot_heuristics: dict[int, int] = {2: 512, 4: 64, 8: 42}\n"}
+    found = ap.source_facts(files, {"sglang": ["0.5.23"], "flashinfer-python": ["0.7.2"]})
+    found.update(over)
+    return found
+
+
+def test_markers_read_from_source_text():
+    found = facts()
+    assert found["fusion_flag"] == ["--flashinfer-allreduce-fusion-backend", "trtllm"]
+    assert found["sglang_pcie_ipc_switch"] and found["sglang_pcie_ipc_max_numel"] and found["flashinfer_pcie_ipc"]
+    assert found["custom_allreduce_before_pcie_ipc"] and found["disable_custom_all_reduce_flag"]
+    assert found["trtllm_oneshot_world_sizes"] == [2, 4, 8] and found["fusion_single_node_only"]
+    bare = ap.source_facts({}, {"sglang": ["0.5.17"]})
+    assert not bare["sglang_pcie_ipc_switch"] and bare["flashinfer_version"] is None and bare["fusion_flag"] == []
+
+
+@pytest.mark.parametrize("setup,expected", [
+    (dict(cuda_graph_max_bs=16, speculative=True, speculative_num_draft_tokens=4, hidden_size=7168), 458752),
+    (dict(cuda_graph_max_bs=16, speculative=False, hidden_size=7168), 16 * 7168),
+    (dict(cuda_graph_max_bs=16, speculative=True, hidden_size=7168), None),  # draft tokens unknown
+    (dict(speculative=False, hidden_size=7168), None),                       # max batch unknown
+    (dict(cuda_graph_max_bs=3, speculative=False, hidden_size=4099), None),  # not whole 16-byte packs
+])
+def test_max_numel_only_when_every_factor_is_known(setup, expected):
+    value, why = ap.max_numel(facts(), setup)
+    assert value == expected and why
+    assert ap.max_numel(facts(sglang_pcie_ipc_max_numel=False), setup)[0] is None
+
+
+def test_explicit_refusal_carries_every_reason():
+    with pytest.raises(ap.PathsError) as caught:
+        ap.decide("fusion+pcie_ipc", facts(flashinfer_version="0.6.12"), dict(tp_size=8, ep_size=2))
+    msg = caught.value.msg
+    assert "older than 0.6.17" in msg and "older than 0.7.0" in msg and "hybrid expert" in msg and "AUTOTUNE" in msg
+    assert caught.value.result["candidates"] == ["nccl"]
+
+
+def test_auto_never_refuses_and_reports_the_fusion_reason():
+    result = ap.decide("auto", facts(), dict(tp_size=1))
+    assert result["path"] == "nccl" and "no all-reduce to fuse" in result["why"]
+    assert result["candidates"] == ["nccl"]
+
+
+def test_a_reason_found_elsewhere_refuses_its_path():
+    result = ap.decide("auto", facts(), dict(tp_size=2, autotune_dir="/x", fusion_unavailable="canary FAILED",
+                                             pcie_ipc_unavailable="pcie canary FAILED"))
+    assert result["candidates"] == ["nccl"] and result["refused"]["pcie_ipc"] == ["pcie canary FAILED"]
+
+
+@pytest.mark.parametrize("setup,needle", [
+    (dict(), "tp_size must be an integer"), (dict(tp_size=True), "tp_size must be an integer"),
+    (dict(tp_size=4, ep_size=3), "does not divide"), (dict(tp_size=2, autotune_dir="rel"), "absolute path"),
+    (dict(tp_size=2, autotune_dir="/a\nB=1"), "absolute path"), (dict(tp_size=2, environment=["x"]), "mapping"),
+])
+def test_bad_setups(setup, needle):
+    with pytest.raises(ap.PathsError) as caught:
+        ap.decide("auto", facts(), setup)
+    assert needle in caught.value.msg
+    with pytest.raises(ap.PathsError):
+        ap.decide("nvls", facts(), dict(tp_size=2))
+
+
+def test_writable_problem(tmp_path):
+    me = getpass.getuser()
+    assert ap.writable_problem(str(tmp_path / "a" / "b"), me) is None
+    assert "does not exist" in ap.writable_problem(str(tmp_path), "no-such-user-here")
+    if os.geteuid() == 0:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o755)
+        assert "not writable by nobody" in ap.writable_problem(str(locked / "x"), "nobody")
+        locked.chmod(0o777)
+        assert ap.writable_problem(str(locked / "x"), "nobody") is None
+
+
+def test_hidden_size_from_config(tmp_path):
+    (tmp_path / "config.json").write_text('{"text_config": {"hidden_size": 7168}}')
+    assert ap.hidden_size_from_config(str(tmp_path)) == 7168
+    (tmp_path / "config.json").write_text('{"hidden_size": "big"}')
+    with pytest.raises(ap.PathsError):
+        ap.hidden_size_from_config(str(tmp_path))

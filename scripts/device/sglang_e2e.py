@@ -10,7 +10,7 @@ the tool's 10-minute limit while the machine stays warm (state in /var/tmp/sglan
   legs [N..]  for each leg: start it from its rendered unit (unless running), wait with the role's readiness
               check, (leg 1) the role's fusion proof on the real log + FlashInfer's API log count + the real
               responses, then SGLang's own client from the deployed venv (the role's bench_runner.py), stop.
-  evidence    write h200x2_sglang_e2e.json from what the legs recorded.
+  evidence    write h200x<N>_sglang_e2e.json (N: GPUs) from what the legs recorded (run by legs when all are done).
 Everything it writes for the caller goes to $OUT.
 """
 import glob

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real SGLang server on the device machine through the project's roles (see sglang_e2e.py), one phase a call:
 #   run(kind="nvidia-h200-x2", carry=[".device/carry"], command="bash scripts/device/sglang_e2e.sh setup")
-#   run(command="bash scripts/device/sglang_e2e.sh legs 0")   # while the machine is warm; then legs 1 2, evidence
+#   run(command="bash scripts/device/sglang_e2e.sh legs")     # while the machine is warm (one command can chain both)
 # .device/carry/wheelhouse.tar.xz is made here by scripts/device/build_wheelhouse.py. What comes back: $OUT/
 # bundle-<phase>.tgz (logs, state, bench results, the evidence) and, after setup, FlashInfer's built trtllm_comm.
 set -uo pipefail

@@ -41,7 +41,9 @@ run canary_warm 120 "$canary" --hidden 7168 --no-timing --out "$OUT/canary_warm.
 run canary_corrupt 120 "$canary" --hidden 7168 --no-timing --corrupt-rank 1 --out "$OUT/canary_corrupt.json"
 run canary_wrong_reference 120 "$canary" --hidden 7168 --no-timing --wrong-reference --out "$OUT/canary_wrong_reference.json"
 # 4. all-reduce inside CUDA graphs: NCCL defaults, a candidate setting, and P2P off (what a host without P2P pays)
+# Every NCCL_* setting of the image goes, except NVLink multicast, which must stay off on the shared test bed.
 for k in $(env | grep -o '^NCCL_[A-Z_]*'); do unset "$k"; done
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 run bench_defaults 120 "$bench" --label defaults --out "$OUT/bench_defaults.json"
 NCCL_ALGO=allreduce:tree run bench_allreduce_tree 120 "$bench" --label "NCCL_ALGO=allreduce:tree" --out "$OUT/bench_allreduce_tree.json"
 NCCL_P2P_DISABLE=1 run bench_p2p_disabled 120 "$bench" --label "NCCL_P2P_DISABLE=1" --out "$OUT/bench_p2p_disabled.json"

@@ -41,11 +41,10 @@ def test_drift_unit_exposure(tmp_path, variables):
     assert exposure(units / "sglang-drift.service") <= 3.0
 
 
-def test_api_key_goes_by_credential_not_argument(tmp_path):
+def test_api_key_goes_by_options_file_not_argument(tmp_path):
     text = (render(tmp_path, sglang_server_api_key_file="/etc/sglang/api-key") / "sglang.service").read_text()
-    assert "LoadCredential=api-key.yaml:/etc/sglang/api-key.yaml" in text
     exec_start = [line for line in text.splitlines() if line.startswith("ExecStart=")][0]
-    assert exec_start.endswith(" --config ${CREDENTIALS_DIRECTORY}/api-key.yaml")
+    assert exec_start.endswith(" --config /etc/sglang/api-key.yaml")
     assert "--api-key" not in text and "EnvironmentFile=/etc/sglang/api-key" not in text
 
 

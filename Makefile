@@ -1,4 +1,4 @@
-.PHONY: setup lab deploy test unit molecule lint lab-down bench
+.PHONY: setup lab deploy test unit molecule lint lab-down bench collection
 
 setup:
 	./scripts/setup-dev.sh
@@ -21,6 +21,10 @@ unit: setup
 molecule: setup
 	./lab/install-host-deps.sh
 	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/molecule test --all
+
+# The gpufleet.sglang collection: build/ansible_collections/gpufleet/sglang/ and dist/gpufleet-sglang-<version>.tar.gz.
+collection: setup
+	.venv/bin/python scripts/build_collection.py
 
 lint: setup
 	.venv/bin/ansible-lint

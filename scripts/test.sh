@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # All tests: unit + real-wheel integration (pytest), ansible-lint (production profile),
-# playbook syntax checks, and the module's documentation.
+# playbook syntax checks, the module's documentation, and the built collection (ansible-test sanity here; install,
+# ansible-doc by FQCN and playbook syntax in tests/integration/test_collection_install.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -15,6 +16,10 @@ echo "== syntax checks"
 for playbook in deploy.yml playbooks/*.yml; do
   ansible-playbook --syntax-check "$playbook"
 done
+
+echo "== collection: build (make collection), then ansible-test sanity on its installed copy"
+python scripts/build_collection.py
+./scripts/sanity.sh
 
 echo "== ansible-lint (production profile)"
 ansible-lint

@@ -63,18 +63,18 @@ def main(argv=None):
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            for _ in range(3):
+            for _warmup in range(3):
                 dist.all_reduce(buf)
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            for _ in range(args.iters):
+            for _step in range(args.iters):
                 dist.all_reduce(buf)
         graph.replay()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(args.reps):
+        for _rep in range(args.reps):
             graph.replay()
         end.record()
         torch.cuda.synchronize()

@@ -26,7 +26,7 @@ molecule: setup
 collection: setup
 	.venv/bin/python scripts/build_collection.py
 
-lint: setup
+lint: setup collection
 	.venv/bin/ansible-lint
 
 lab-down:

@@ -7,7 +7,8 @@ from it and transforms what a collection needs transformed, by code the unit tes
 * library/*.py -> plugins/modules/, module_utils/*.py -> plugins/module_utils/, top-level <type>_plugins/ ->
   plugins/<type>/, with ``ansible.module_utils.<own util>`` imports rewritten to the collection's path;
 * roles/ and playbooks/ copied, with the project's own modules, roles, playbooks and filters named by FQCN;
-* collection/ (galaxy.yml, meta/runtime.yml) plus README.md, LICENSE and CHANGELOG.md copied as they are.
+* collection/ (galaxy.yml, meta/runtime.yml, CHANGELOG.md, requirements.txt, bindep.txt, tests/sanity/) plus README.md
+  and LICENSE copied as they are.
 
 Lists are read from the tree, never kept here: a module, util, role or playbook added to the checkout is in the next
 build. Then ``ansible-galaxy collection build`` writes the tarball to dist/.
@@ -30,7 +31,7 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Collection-only files kept in the checkout (the checkout itself is not a collection root: no galaxy.yml at the top).
 META_DIR = "collection"
-TOP_FILES = ("README.md", "LICENSE", "CHANGELOG.md")
+TOP_FILES = ("README.md", "LICENSE")
 # Task keywords that hold more tasks; play keywords that hold tasks.
 BLOCK_KEYS = ("block", "rescue", "always")
 PLAY_TASK_KEYS = ("pre_tasks", "tasks", "post_tasks", "handlers")

@@ -186,6 +186,7 @@ def _checkout(tmp_path):
     root = str(tmp_path / "checkout")
     _write(root, "collection/galaxy.yml", "namespace: ns\nname: coll\nversion: 1.2.3\nlicense_file: LICENSE\n")
     _write(root, "collection/meta/runtime.yml", "requires_ansible: '>=2.17.0'\n")
+    _write(root, "collection/CHANGELOG.md", "# Changelog\n")
     for name in bc.TOP_FILES:
         _write(root, name, name + "\n")
     _write(root, "library/new_mod.py", "from ansible.module_utils.basic import AnsibleModule\n"
@@ -277,8 +278,12 @@ def test_the_real_checkout_builds_and_keeps_every_module_util_role_and_playbook(
     assert names(root, "roles") == names(REPO, "roles")
     assert "deploy.yml" in names(root, "playbooks")
     assert names(root, "playbooks") == names(REPO, "playbooks")
-    for left_out in ("lab", "molecule", "tests", "inventories", ".cache", "library", "module_utils", "scripts"):
+    for left_out in ("lab", "molecule", "inventories", ".cache", "library", "module_utils", "scripts"):
         assert not os.path.exists(os.path.join(root, left_out)), left_out
+    # the checkout's tests stay out; the collection's tests/ holds only its ansible-test sanity ignores
+    assert _files(os.path.join(root, "tests")) == sorted(
+        os.path.join("sanity", f) for f in os.listdir(os.path.join(REPO, bc.META_DIR, "tests", "sanity")))
+    assert os.path.isfile(os.path.join(root, "CHANGELOG.md"))
     # no short name of a project module is left in a task of the built roles and playbooks
     modules = {n[:-3] for n in names(REPO, "library")}
     for dirpath, _dirs, files in os.walk(root):

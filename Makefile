@@ -27,7 +27,7 @@ collection: setup
 	.venv/bin/python scripts/build_collection.py
 
 lint: setup collection
-	.venv/bin/ansible-lint
+	ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/.cache/collections:$(CURDIR)/build" .venv/bin/ansible-lint
 
 lab-down:
 	./lab/down.sh

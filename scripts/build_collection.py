@@ -6,7 +6,7 @@ from it and transforms what a collection needs transformed, by code the unit tes
 
 * library/*.py -> plugins/modules/, module_utils/*.py -> plugins/module_utils/, top-level <type>_plugins/ ->
   plugins/<type>/, with ``ansible.module_utils.<own util>`` imports rewritten to the collection's path;
-* roles/ and playbooks/ copied, with the project's own modules, roles, playbooks and filters named by FQCN;
+* roles/ and playbooks/ copied, with the project's own modules, roles, playbooks, filters and lookups named by FQCN;
 * collection/ (galaxy.yml, meta/runtime.yml, CHANGELOG.md, requirements.txt, bindep.txt, tests/sanity/) plus README.md
   and LICENSE copied as they are.
 
@@ -250,6 +250,15 @@ def fqcn_filters(text, fqcn, filters):
     return re.sub(r"(\|\s*)(%s)\b(?![.\w])" % names, lambda m: m.group(1) + fqcn + m.group(2), text)
 
 
+def fqcn_lookups(text, fqcn, lookups):
+    """Jinja text with the project's own lookups called by FQCN (``lookup('name', ...)``, ``query``, ``q``)."""
+    if not lookups:
+        return text
+    names = "|".join(re.escape(n) for n in sorted(lookups, key=len, reverse=True))
+    return re.sub(r"(\b(?:lookup|query|q)\(\s*)(['\"])(%s)\2" % names,
+                  lambda m: m.group(1) + m.group(2) + fqcn + m.group(3) + m.group(2), text)
+
+
 def yaml_kind(relpath):
     """How fqcn_yaml reads a file of the collection tree, from where it lies."""
     parts = relpath.split(os.sep)
@@ -309,10 +318,12 @@ def build_tree(out, repo=REPO):
     own_utils = set(py_names(os.path.join(repo, "module_utils")))
     python_dirs = {"library": "modules", "module_utils": "module_utils"}
     python_dirs.update({os.path.basename(folder): kind for kind, folder in plugin_folders(repo).items()})
-    filters = set()
+    filters, lookups = set(), set()
     for source_dir, kind in python_dirs.items():
         if kind == "filter":
             filters |= filter_names(os.path.join(repo, source_dir))
+        if kind == "lookup":
+            lookups |= set(py_names(os.path.join(repo, source_dir)))
         for name in py_names(os.path.join(repo, source_dir)):
             path = os.path.join(repo, source_dir, name + ".py")
             _write(os.path.join(root, "plugins", kind, name + ".py"),
@@ -334,7 +345,7 @@ def build_tree(out, repo=REPO):
                     continue
                 text = original = _read(path)
                 text = fqcn_yaml(text, yaml_kind(rel), fqcn, modules, roles, playbooks, rel)
-                text = fqcn_filters(text, fqcn, filters)
+                text = fqcn_lookups(fqcn_filters(text, fqcn, filters), fqcn, lookups)
                 if text != original:
                     _write(path, text)
     return root

@@ -172,6 +172,13 @@ def test_filters_are_called_by_fqcn():
         "{{ v | default }}")
 
 
+def test_lookups_are_called_by_fqcn():
+    text = "{{ lookup('contract', 'state') }} {{ query(\"contract\") }} {{ q('contract') }} {{ lookup('env', 'X') }}"
+    assert bc.fqcn_lookups(text, FQCN, {"contract"}) == (
+        "{{ lookup('ns.coll.contract', 'state') }} {{ query(\"ns.coll.contract\") }} {{ q('ns.coll.contract') }} "
+        "{{ lookup('env', 'X') }}")
+
+
 # --- the whole tree from a small checkout --------------------------------------------------------------------
 
 def _write(root, rel, text):
@@ -203,7 +210,8 @@ def _checkout(tmp_path):
           new_mod:
             url: "{{ host | server_url }}"
     """)
-    _write(root, "roles/new_role/templates/unit.j2", "ExecStart={{ host | server_url }}\n")
+    _write(root, "roles/new_role/templates/unit.j2", "ExecStart={{ host | server_url }} {{ lookup('paths', 'x') }}\n")
+    _write(root, "lookup_plugins/paths.py", "x = 1\n")
     _write(root, "roles/new_role/files/tool.py", "from ansible.module_utils import helper\n")
     _write(root, "playbooks/site.yml", """\
         - name: Site
@@ -230,7 +238,7 @@ def test_build_tree_derives_everything_from_the_checkout(checkout, tmp_path):
     assert _files(root) == sorted([
         "CHANGELOG.md", "LICENSE", "README.md", "galaxy.yml", "meta/runtime.yml",
         "plugins/modules/new_mod.py", "plugins/module_utils/helper.py", "plugins/module_utils/other.py",
-        "plugins/filter/urls.py",
+        "plugins/filter/urls.py", "plugins/lookup/paths.py",
         "roles/new_role/tasks/main.yml", "roles/new_role/templates/unit.j2", "roles/new_role/files/tool.py",
         "playbooks/site.yml", "playbooks/extra.yml",
     ])
@@ -244,7 +252,8 @@ def test_build_tree_derives_everything_from_the_checkout(checkout, tmp_path):
     assert "from %s.other import x" % target in read("plugins/module_utils/helper.py")
     task = yaml.safe_load(read("roles/new_role/tasks/main.yml"))[0]
     assert task == {"name": "Run", "ns.coll.new_mod": {"url": "{{ host | ns.coll.server_url }}"}}
-    assert read("roles/new_role/templates/unit.j2") == "ExecStart={{ host | ns.coll.server_url }}\n"
+    assert read("roles/new_role/templates/unit.j2") == (
+        "ExecStart={{ host | ns.coll.server_url }} {{ lookup('ns.coll.paths', 'x') }}\n")
     site = yaml.safe_load(read("playbooks/site.yml"))
     assert site[0]["roles"] == [{"role": "ns.coll.new_role"}]
     assert site[1]["ansible.builtin.import_playbook"] == "ns.coll.extra"

@@ -56,7 +56,7 @@ def _built(tmp_path_factory):
     root = bc.build_tree(str(tmp / "build"))
     tarball = bc.build_tarball(root, str(tmp / "dist"))
     shutil.copy(os.path.join(REPO, "execution-environment.yml"), tmp / "execution-environment.yml")
-    subprocess.run([tool("ansible-galaxy"), "collection", "install", tarball, "-p", str(tmp / "installed")],
+    subprocess.run([tool("ansible-galaxy"), "collection", "install", "--force", tarball, "-p", str(tmp / "installed")],
                    check=True, capture_output=True)
     return tmp
 

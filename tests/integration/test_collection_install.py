@@ -95,3 +95,29 @@ def test_the_host_group_is_the_inventorys_whatever_its_name(installed):
     assert "gpu-a" in hosts("-e", "sglang_hosts=gpu_servers") and "other-host" not in hosts(
         "-e", "sglang_hosts=gpu_servers")
     assert "other-host" in hosts() and "gpu-a" not in hosts()  # default: blackwell
+
+
+def test_controller_result_dirs_default_beside_the_inventory(installed, tmp_path):
+    """Reports and baselines land in the fleet's inventory folder, not in the installed collection or a checkout."""
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    (fleet / "hosts.yml").write_text("gpu_servers:\n  hosts:\n    gpu-a: {ansible_connection: local}\n",
+                                     encoding="utf-8")
+    roles = installed["collections"] / "ansible_collections" / "gpufleet" / "sglang" / "roles"
+    playbook = tmp_path / "show.yml"
+    playbook.write_text(textwrap.dedent("""\
+        - name: Show the defaults
+          hosts: gpu_servers
+          gather_facts: false
+          tasks:
+            - name: Read the roles' defaults
+              ansible.builtin.include_vars: "{{ item }}"
+              loop: %s
+            - name: Show them
+              ansible.builtin.debug:
+                msg: "DIRS {{ sglang_benchmark_results_dir }} {{ gpu_probes_report_dir }}"
+    """ % [str(roles / role / "defaults" / "main.yml") for role in ("sglang_benchmark", "gpu_probes")]),
+        encoding="utf-8")
+    result = run(installed, "ansible-playbook", "-i", str(fleet / "hosts.yml"), str(playbook))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "DIRS %s/reports/benchmark %s/reports/allreduce" % (fleet, fleet) in result.stdout

@@ -30,8 +30,8 @@ def _installed(tmp_path_factory):
     tarball = bc.build_tarball(root, str(tmp / "dist"))
     assert os.path.isfile(tarball)
     collections = tmp / "collections"
-    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--force", tarball, "-p", str(collections)],
-                   check=True, capture_output=True)
+    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--force", tarball,
+                    "-p", str(collections)], check=True, capture_output=True)
     workdir = tmp / "elsewhere"  # no ansible.cfg, no library/, no roles/ here
     workdir.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}

@@ -1,4 +1,4 @@
-.PHONY: setup lab deploy test unit molecule lint lab-down bench
+.PHONY: setup lab deploy test unit molecule lint lab-down bench collection
 
 setup:
 	./scripts/setup-dev.sh
@@ -22,8 +22,12 @@ molecule: setup
 	./lab/install-host-deps.sh
 	PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/molecule test --all
 
-lint: setup
-	.venv/bin/ansible-lint
+# The gpufleet.sglang collection: build/ansible_collections/gpufleet/sglang/ and dist/gpufleet-sglang-<version>.tar.gz.
+collection: setup
+	.venv/bin/python scripts/build_collection.py
+
+lint: setup collection
+	ANSIBLE_COLLECTIONS_PATH="$(CURDIR)/.cache/collections:$(CURDIR)/build" .venv/bin/ansible-lint
 
 lab-down:
 	./lab/down.sh

@@ -20,19 +20,20 @@ description:
   - Fails with a clear message, and no traceback, when C(nvidia-smi) is missing, when a query fails (its own
     message is returned) or when an output cannot be read.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   nvidia_smi:
     description:
       - The C(nvidia-smi) to run, a name looked up in PATH (and /sbin, /usr/sbin, /usr/local/sbin) or an absolute
         path, for example a stand-in in a container lab.
-    type: str
+    type: path
     default: nvidia-smi
 notes:
   - Changes nothing; supports check mode (the queries also run in check mode).
   - Needs only python3 and nvidia-smi on the target (the parsers use the standard library).
 seealso:
   - name: nvidia-smi documentation
+    description: NVIDIA's reference for the outputs this module parses.
     link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
 """
 
@@ -121,9 +122,9 @@ def find_nvidia_smi(module, name):
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(nvidia_smi=dict(type="str", default="nvidia-smi")),
+    module = AnsibleModule(argument_spec=dict(nvidia_smi=dict(type="path", default="nvidia-smi")),
                            supports_check_mode=True)
-    binary = find_nvidia_smi(module, os.path.expanduser(module.params["nvidia_smi"]))
+    binary = find_nvidia_smi(module, module.params["nvidia_smi"])
     if binary is None:
         name = module.params["nvidia_smi"]
         where = ("%r is not an executable file" % name if os.sep in name else

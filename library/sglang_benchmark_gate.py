@@ -20,7 +20,7 @@ description:
     baseline file (throughput and completions) from this measurement instead of judging.
   - Never fails on a failed gate (the playbook decides, after rollback); fails on unusable inputs.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   host:
     description: The host measured (names its artifact folder, so letters, digits, ".", "_", "-" only).

@@ -26,7 +26,7 @@ description:
     The exact pre-patch bytes are kept under I(state_dir) so O(state=absent) restores them byte for byte.
   - Versions are read from the venv's package metadata; nothing is imported, so no torch or GPU is needed.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   venv:
     description: Path of the virtualenv that holds sglang.
@@ -69,6 +69,7 @@ notes:
     compile-checked by the interpreter that will load them; otherwise the venv's C(bin/python) is used for that.
 seealso:
   - name: SGLang issue 15650 (trtllm_comm has no SM12x build)
+    description: Why SGLang keeps the fused allreduce+RMSNorm kernel from SM120.
     link: https://github.com/sgl-project/sglang/issues/15650
 """
 
@@ -126,13 +127,13 @@ sites:
   type: list
   elements: dict
   contains:
-    gate: {description: G1, G2 or G3., type: str}
+    gate: {description: "G1, G2 or G3.", type: str}
     file: {description: Path relative to site-packages., type: str}
     function: {description: Function that holds the gate., type: str}
     line: {description: Line of the gate before patching., type: int}
     before: {description: The gate expression as found., type: str}
     after: {description: The gate expression after patching., type: str}
-    status: {description: patched, would_patch, patch or already_admitted., type: str}
+    status: {description: "patched, would_patch, patch or already_admitted.", type: str}
 files:
   description: Each guard file, with sha256 before and after.
   returned: always

@@ -18,7 +18,7 @@ description:
   - Reads the NCCL version from the venv's nvidia-nccl-* package metadata and the variables the installed SGLang
     overwrites at start-up from its C(_set_envs_and_config) source; nothing is imported.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   venv:
     description: The virtualenv the server runs from.
@@ -82,14 +82,14 @@ settings:
   description: The effective settings, each with its value and reason.
   returned: always
   type: dict
-nccl_version: {description: NCCL version in the venv, or null., returned: always, type: str}
+nccl_version: {description: "NCCL version in the venv, or null.", returned: always, type: str}
 sglang_overrides:
   description: Variables the installed SGLang sets at start-up, C(always) or C(conditional).
   returned: always
   type: dict
 notes: {description: Why the profile set what it set., returned: always, type: list, elements: str}
 errors: {description: Why the settings were refused., returned: failure, type: list, elements: str}
-files: {description: The hook module, the .pth and the environment file., returned: always, type: list, elements: str}
+files: {description: "The hook module, the .pth and the environment file.", returned: always, type: list, elements: str}
 modes_fixed:
   description: Delivered files whose content was right but whose mode or owner was not (now 0644, root).
   returned: success

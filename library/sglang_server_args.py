@@ -18,7 +18,7 @@ description:
     a required flag is missing. Each message names the flag, the SGLang version and the file it was looked up in.
   - Changes nothing.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   venv:
     description: The virtualenv that holds sglang.

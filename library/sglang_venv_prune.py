@@ -20,7 +20,7 @@ description:
     left by an interrupted run is deleted by the next one. Lock copies in C(<root>/locks) are kept (they are small
     and say what was installed).
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   root:
     description: sglang_install's root (C(venvs/), C(current)).
@@ -44,7 +44,7 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-removed: {description: Venvs removed (would be, in check mode)., returned: always, type: list, elements: str}
+removed: {description: "Venvs removed (would be, in check mode).", returned: always, type: list, elements: str}
 kept: {description: "Each kept venv's name: why it stays.", returned: always, type: dict}
 freed_bytes: {description: Disk space the removed venvs held., returned: always, type: int}
 leftovers: {description: Folders of interrupted removals deleted (would be)., returned: always, type: list, elements: str}

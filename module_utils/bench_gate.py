@@ -177,7 +177,7 @@ def judge(summary, gate_concurrency, baseline_tok_s, margin_pct, correctness=Non
     stats = summary.get(gate_concurrency)
     if stats is None:
         raise GateInputError("no runs at concurrency %d, the gated one" % gate_concurrency)
-    bar = baseline_tok_s * (1.0 + margin_pct / 100.0)
+    threshold = baseline_tok_s * (1.0 + margin_pct / 100.0)
     for concurrency, group in sorted(summary.items()):
         if group["problems"]:
             failures.append("incomplete: %d of %d runs at concurrency %d did not count (%s)"
@@ -186,12 +186,12 @@ def judge(summary, gate_concurrency, baseline_tok_s, margin_pct, correctness=Non
     median = stats["median_output_tok_s"]
     if median is None:
         failures.append("throughput: no counted run at concurrency %d" % gate_concurrency)
-    elif median < bar:
-        failures.append("throughput: median %.1f tok/s < %.1f tok/s required" % (median, bar))
+    elif median < threshold:
+        failures.append("throughput: median %.1f tok/s < %.1f tok/s required" % (median, threshold))
     if correctness is not None and correctness["match_rate"] < min_match_rate:
         failures.append("correctness: greedy completions match the baseline's %.1f %% < %.1f %% required"
                         % (100 * correctness["match_rate"], 100 * min_match_rate))
-    return {"passed": not failures, "failures": failures, "bar_tok_s": bar, "baseline_tok_s": baseline_tok_s,
+    return {"passed": not failures, "failures": failures, "bar_tok_s": threshold, "baseline_tok_s": baseline_tok_s,
             "margin_pct": margin_pct, "median_tok_s": median, "gate_concurrency": gate_concurrency}
 
 

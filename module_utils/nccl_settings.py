@@ -140,8 +140,8 @@ def _split_list(text, allowed, what, name):
     items = [item.strip().lower() for item in text.lstrip("^").split(",") if item.strip()]
     bad = [item for item in items if item not in allowed]
     if not items or bad:
-        raise ValueError("%s: unknown %s %s; NCCL knows %s" % (name, what, ", ".join(bad) or "(empty)",
-                                                                ", ".join(allowed)))
+        raise ValueError("%s: unknown %s %s; NCCL knows %s" % (
+            name, what, ", ".join(bad) or "(empty)", ", ".join(allowed)))
     return exclude, items
 
 
@@ -159,7 +159,7 @@ def _parse_selection(name, value, allowed, what, ctx):
                       % (name, value))
     selection = {}
     for part in [p for p in text.split(";") if p.strip()]:
-        collective, _, rest = part.partition(":")
+        collective, _colon, rest = part.partition(":")
         collective = collective.strip().lower()
         if collective not in COLLECTIVES:
             raise ValueError("%s: unknown collective %r; NCCL knows %s" % (name, collective, ", ".join(COLLECTIVES)))
@@ -193,7 +193,8 @@ def _check_proto(name, value, ctx):
         selection, errors = _parse_selection(name, value, PROTOCOLS, "protocol", ctx)
     except ValueError as exc:
         return [str(exc)], []
-    for exclude, items in selection.values():
+    for pair in selection.values():
+        exclude, items = pair
         if not exclude and "ll128" in items and not ctx.nvlink:
             errors.append("%s=%s forces LL128 on a host without NVLink: NCCL's docs warn this can corrupt data "
                           "silently; leave NCCL_PROTO unset (NCCL picks LL128 only where it is safe)" % (name, value))

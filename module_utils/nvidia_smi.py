@@ -156,8 +156,8 @@ def _read_matrix(text, what):
         if not cells or cells[0] not in devices:
             break  # blank line or Legend: the matrix is over
         if len(cells) < 1 + len(devices):
-            raise ParseError("%s: row %s has %d cells, expected %d" % (what, cells[0], len(cells) - 1,
-                                                                      len(devices)))
+            raise ParseError("%s: row %s has %d cells, expected %d" % (
+                what, cells[0], len(cells) - 1, len(devices)))
         rows[cells[0]] = cells[1:]
         end += 1
     missing = [label for label in devices if label.startswith("GPU") and label not in rows]

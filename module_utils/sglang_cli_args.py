@@ -99,8 +99,7 @@ def _module_level(statements, conditional=False):
         yield node, conditional
         if isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.ExceptHandler)):
             for field in ("body", "orelse", "finalbody", "handlers"):
-                for child in _module_level(getattr(node, field, []), True):
-                    yield child
+                yield from _module_level(getattr(node, field, []), True)
 
 
 class _Reader(object):
@@ -533,8 +532,8 @@ def check_argv(flags, argv, allow_abbrev=False, notes=None):
         entry = flags[name]
         seen.add(entry["dest"])
         if entry.get("refuses"):
-            errors.append("%s: this SGLang stops the launch on it: %s (%s)" % (name, entry["refuses"],
-                                                                             _where(flags, entry)))
+            errors.append("%s: this SGLang stops the launch on it: %s (%s)" % (
+                name, entry["refuses"], _where(flags, entry)))
         elif entry.get("deprecated") and notes is not None:
             notes.append("%s is deprecated in %s" % (name, _where(flags, entry)))
         if not entry["takes_value"]:

@@ -317,18 +317,18 @@ def graph_time_us(torch, fn, iters, reps):
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        for _ in range(3):
+        for _warmup in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=stream):
-        for _ in range(iters):
+        for _step in range(iters):
             fn()
     graph.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(reps):
+    for _rep in range(reps):
         graph.replay()
     end.record()
     torch.cuda.synchronize()
@@ -419,7 +419,7 @@ class Gpu(object):
             for call in calls:
                 call()
         transient = 0
-        for _ in range(self.args.replays):
+        for _replay in range(self.args.replays):
             graph.replay()
             torch.cuda.synchronize()
             transient = max(transient, check()[1])

@@ -40,7 +40,7 @@ def client_module():
 
 def sglang_version():
     try:
-        import importlib.metadata as metadata  # pylint: disable=import-outside-toplevel
+        from importlib import metadata  # pylint: disable=import-outside-toplevel
         return metadata.version("sglang")
     except Exception:  # pylint: disable=broad-except
         return None

@@ -50,7 +50,7 @@ options:
     choices: [warn, fail]
     default: warn
   env_file:
-    description: EnvironmentFile for the server unit: an absolute, normalized path to a file (not a directory).
+    description: "EnvironmentFile for the server unit: an absolute, normalized path to a file (not a directory)."
     type: path
     default: /etc/sglang/nccl.env
   hook_name:

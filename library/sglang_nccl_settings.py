@@ -59,9 +59,9 @@ options:
     default: sglang_nccl_env
 notes:
   - Supports check mode and diff mode.
-  - Every name, value and reason is checked by module_utils/unit_values.py before anything is written: a newline,
+  - Every name, value and reason is checked by module_utils/unit_values.py before anything is written (a newline,
     whitespace, a quote, a backslash, C($) or C(%) in a value is refused, so the EnvironmentFile and the hook hold
-    the same string and neither gains a line. The hook, the .pth and the environment file are made 0644 and root's
+    the same string and neither gains a line). The hook, the .pth and the environment file are made 0644 and root's
     on every run.
 """
 

@@ -10,9 +10,9 @@ module: sglang_unit_values
 short_description: Refuse values that would change the meaning of a systemd unit, an EnvironmentFile or a start-up hook
 version_added: "0.1.0"
 description:
-  - Checks named values before a role writes anything: newlines and control characters, whitespace, systemd
+  - Checks named values before a role writes anything (newlines and control characters, whitespace, systemd
     specifiers (C(%)), environment expansion (C($)), quotes and backslashes, relative or unnormalized paths, paths
-    outside their expected directory, names that are not identifiers, out-of-range integers.
+    outside their expected directory, names that are not identifiers, out-of-range integers).
   - Fails with one message per refused value, naming the variable and the rule. Changes nothing; runs in check mode.
 author:
   - sglang-sm120-deploy contributors

@@ -21,7 +21,7 @@ description:
     returns the server arguments and environment it needs, or the reasons it cannot run.
   - Changes nothing on the host; C(changed) is always false.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   venv:
     description: Path of the virtualenv that holds sglang and flashinfer-python.
@@ -62,7 +62,9 @@ options:
     description: Draft tokens per request in the verify step.
     type: int
   cuda_graph_max_bs:
-    description: Largest CUDA-graph decode batch. With the draft tokens and the hidden size it sizes C(SGLANG_PCIE_IPC_MAX_NUMEL); left unset, SGLang derives the size itself.
+    description: >-
+      Largest CUDA-graph decode batch. With the draft tokens and the hidden size it sizes
+      C(SGLANG_PCIE_IPC_MAX_NUMEL); left unset, SGLang derives the size itself.
     type: int
   hidden_size:
     description: The model's hidden size; read from C(model_path)/config.json when not given.
@@ -230,7 +232,7 @@ def main():
             nnodes=dict(type="int", default=1),
             deterministic=dict(type="bool", default=False),
             speculative=dict(type="bool", default=False),
-            speculative_num_draft_tokens=dict(type="int"),
+            speculative_num_draft_tokens=dict(type="int", no_log=False),
             cuda_graph_max_bs=dict(type="int"),
             hidden_size=dict(type="int"),
             model_path=dict(type="path"),

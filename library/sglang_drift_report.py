@@ -17,7 +17,7 @@ description:
   - Writes the JSON report, a Prometheus textfile (node_exporter) and a timestamped report in a folder (keeping
     the newest), each atomically. The verdict is returned, not raised (drift is a result, not a failure).
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   src:
     description: The callback's output (a file on the controller).

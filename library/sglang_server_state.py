@@ -20,7 +20,7 @@ description:
     sglang_fusion_patch module, from the returned I(link.patched)). Refused, with nothing touched, when the saved
     venv is gone.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   dir:
     description: Absolute folder of the saved state.
@@ -119,8 +119,8 @@ def main():
     except server_state.StateError as exc:
         module.fail_json(msg="sglang_server_state: %s" % exc)
     except OSError as exc:
-        module.fail_json(msg="sglang_server_state: %s: %s" % (getattr(exc, "filename", None) or params["dir"],
-                                                             exc.strerror or exc))
+        where = getattr(exc, "filename", None) or params["dir"]
+        module.fail_json(msg="sglang_server_state: %s: %s" % (where, exc.strerror or exc))
     if module._diff and result["changed"]:
         result["diff"] = {"before": "", "after": "".join("%s\n" % path for path in paths),
                           "after_header": params["dir"] + (" (saved)" if params["state"] == "saved" else " (restores)")}

@@ -15,7 +15,7 @@ description:
     outside their expected directory, names that are not identifiers, out-of-range integers).
   - Fails with one message per refused value, naming the variable and the rule. Changes nothing; runs in check mode.
 author:
-  - sglang-sm120-deploy contributors
+  - gpufleet sglang maintainers (@gpufleet)
 options:
   values:
     description:

@@ -163,8 +163,8 @@ def source_facts(files, versions):
                                             order.index("ca") < order.index("pcie_ipc"),
         "disable_custom_all_reduce_flag": _declares_field(files, "disable_custom_all_reduce",
                                                           "--disable-custom-all-reduce"),
-        "flashinfer_pcie_ipc": _defines_class(files.get(FI_PCIE), "PcieIpcAllReduceWorkspace") and
-                               "PcieIpcAllReduceWorkspace" in files.get(FI_COMM_INIT, ""),
+        "flashinfer_pcie_ipc": (_defines_class(files.get(FI_PCIE), "PcieIpcAllReduceWorkspace")
+                                and "PcieIpcAllReduceWorkspace" in files.get(FI_COMM_INIT, "")),
         "flashinfer_pcie_ipc_world_sizes": sorted(fi_sizes) if isinstance(fi_sizes, (tuple, list)) else None,
         "flashinfer_reads_autotune_dir": AUTOTUNE_DIR in files.get(FI_PCIE_TUNING, ""),
     }

@@ -13,6 +13,7 @@ Rules (the reasons are in the role's README section):
 """
 from __future__ import annotations
 
+import math
 import json
 import re
 import statistics
@@ -70,7 +71,7 @@ def count(value, what):
         number = float(value)
     except (TypeError, ValueError):
         raise GateInputError("%s must be a whole number, got %r" % (what, value))
-    if number != number or number < 0 or number != int(number):
+    if math.isnan(number) or number < 0 or number != int(number):
         raise GateInputError("%s must be a whole number, got %r" % (what, value))
     return int(number)
 

@@ -72,8 +72,8 @@ A null, empty mapping or empty list means "nothing to compare" (clean, not recor
           category: driver
 
 Every probe finding, clean or not, is kept in the report's ``checks`` for the host. A probe task that itself
-failed (and was not rescued) is an error like any other failed task. A check that can only fail (a role's
-assert) becomes a probe with block/rescue: the rescue sets its finding (``drifted: true``) from
+failed (and was not rescued) is an error like any other failed task. A check that can only fail (an assert
+of a role) becomes a probe with block/rescue: the rescue sets its finding (``drifted: true``) from
 ``ansible_failed_result``; the recap then counts the failure as rescued, not as an error
 (roles/sglang_drift/tasks/role_failed.yml does this for the deploy roles' known drift signals).
 
@@ -770,4 +770,3 @@ def main(argv=None, now=None, stdin=None, stdout=None, stderr=None):
     if not args.quiet:
         stdout.write(render_text(report))
     return report["exit_code"]
-

@@ -153,8 +153,8 @@ def integer(name, value, low=None, high=None):
         return ["%s must be a decimal integer (got %s)" % (name, _show(value))]
     number = int(value)
     if (low is not None and number < low) or (high is not None and number > high):
-        return ["%s must be from %s to %s (got %s)" % (name, low if low is not None else "-inf",
-                                                     high if high is not None else "inf", number)]
+        return ["%s must be from %s to %s (got %s)"
+                % (name, low if low is not None else "-inf", high if high is not None else "inf", number)]
     return []
 
 

@@ -438,7 +438,7 @@ def _fusion(gpu, args, call):
         heuristic = getattr(trtllm_ar, "_should_use_oneshot", None)
     except ImportError:
         heuristic = None
-    workspace_tokens = max(call["workspace_tokens"], max(args.tokens))
+    workspace_tokens = max(call["workspace_tokens"], *args.tokens)
     workspace = comm.create_allreduce_fusion_workspace(
         backend="trtllm", world_size=gpu.world, rank=gpu.rank, max_token_num=workspace_tokens,
         hidden_dim=args.hidden, dtype=gpu.dtype, gpus_per_node=torch.cuda.device_count(), group=dist.group.WORLD)

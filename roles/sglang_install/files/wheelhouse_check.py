@@ -40,7 +40,7 @@ def missing_pins(pins, filenames):
     have = {key for key in map(wheel_key, filenames) if key}
     missing = []
     for pin in pins:
-        name, _, version = pin.partition("==")
+        name, _sep, version = pin.partition("==")
         name = re.sub(r"\[.*\]$", "", name.strip())
         if (normalize_name(name), normalize_version(version.strip())) not in have:
             missing.append(pin)

@@ -92,7 +92,8 @@ def test_nccl_tuning_refuses_locations_and_names(tmp_path, name, value, rule):
     ("drift_schedule_user", "drift\nUser=root", "newline"),
 ])
 def test_drift_schedule_refuses_unit_injection(tmp_path, name, value, rule):
-    variables = {"drift_schedule_project_dir": str(tmp_path / "project"), name: value}
+    variables = {"drift_schedule_project_dir": str(tmp_path / "project"),
+                 "drift_schedule_inventory": str(tmp_path / "hosts.yml"), name: value}
     task, msg = refused(tmp_path, "drift_schedule", variables)
     assert task == "Refuse values systemd would read differently"
     assert name in msg and rule in msg, msg

@@ -64,10 +64,7 @@ def _string(name, value):
 
 def word(name, value):
     """One ExecStart argument: no control characters, no whitespace, nothing systemd expands or unquotes."""
-    errors = _string(name, value)
-    if errors:
-        return errors
-    errors = _control(name, value)
+    errors = _string(name, value) or _control(name, value)
     if errors:
         return errors
     if re.search(r"\s", value):
@@ -133,10 +130,7 @@ def unit_name(name, value):
 
 def host(name, value):
     """A listen or rendezvous address: a host name or an IPv4/IPv6 address, nothing else."""
-    errors = _string(name, value)
-    if errors:
-        return errors
-    errors = _control(name, value)
+    errors = _string(name, value) or _control(name, value)
     if errors:
         return errors
     if not _HOST.match(value):
@@ -163,10 +157,7 @@ def env_value(name, value):
     so the file and the hook hold exactly the same string."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
-    errors = _string(name, value)
-    if errors:
-        return errors
-    errors = _control(name, value)
+    errors = _string(name, value) or _control(name, value)
     if errors:
         return errors
     if re.search(r"\s", value):

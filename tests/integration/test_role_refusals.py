@@ -97,3 +97,14 @@ def test_drift_schedule_refuses_unit_injection(tmp_path, name, value, rule):
     task, msg = refused(tmp_path, "drift_schedule", variables)
     assert task == "Refuse values systemd would read differently"
     assert name in msg and rule in msg, msg
+
+
+@pytest.mark.parametrize("name,value,rule", [
+    ("sglang_install_environment", {"NCCL_DEBUG": "INFO\nLD_PRELOAD=/tmp/x.so"}, "newline"),
+    ("sglang_install_environment", {"BAD NAME": "1"}, "sglang_install_environment"),
+    ("sglang_layout_home", "/var/lib/sglang\nLD_PRELOAD=/tmp/x.so", "newline"),
+])
+def test_sglang_install_refuses_environment_injection(tmp_path, name, value, rule):
+    task, msg = refused(tmp_path, "sglang_install", {name: value, "sglang_layout_root": str(tmp_path / "opt")})
+    assert task == "Refuse values the runtime environment file would read differently"
+    assert rule in msg, msg

@@ -58,7 +58,7 @@ def fingerprint_of(text):
 def decide(verdict, problem, fingerprint, digest, force):
     """(measure, reason): whether this host must be measured, and why (or why its verdict still holds)."""
     if force:
-        return True, "measuring as asked (sglang_benchmark_force, or the gate run by itself)"
+        return True, "forced (sglang_benchmark_force, or the gate run by itself)"
     if fingerprint is None:
         return True, "no proven server start is recorded on the host"
     if verdict is None:

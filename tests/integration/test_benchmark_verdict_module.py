@@ -35,7 +35,7 @@ def test_query_record_then_the_same_server_is_not_measured_again(tmp_path):
     assert changed["measure"] and "what the server runs changed" in changed["reason"]
 
     forced = run_module("sglang_benchmark_verdict", dict(base, force=True, config_file=base["config_file"]))
-    assert forced["measure"] and "as asked" in forced["reason"]
+    assert forced["measure"] and "forced" in forced["reason"]
 
 
 def test_check_mode_records_nothing_and_diff_shows_the_verdict(tmp_path):

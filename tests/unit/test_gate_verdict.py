@@ -24,7 +24,7 @@ def test_a_verdict_for_the_same_fingerprint_and_settings_holds():
 @pytest.mark.parametrize("change,words", [
     ({"fingerprint": "e" * 64}, "what the server runs changed"),
     ({"digest": gate_verdict.settings_digest(dict(SETTINGS, margin_pct=10.0))}, "settings or baseline changed"),
-    ({"force": True}, "as asked"),
+    ({"force": True}, "forced (sglang_benchmark_force"),
     ({"passed": False}, "failed: judging again"),
     ({"none": True}, "no verdict recorded yet"),
     ({"no_start": True}, "no proven server start"),

@@ -8,13 +8,18 @@ package that holds the client, nothing else of ours (stdlib only). Steps:
   3. N repeats per concurrency of `python -m sglang.benchmark.serving` (or `sglang.bench_serving` on releases
      before 0.5.15.post1) on the offline `random-ids` dataset with the local tokenizer, fixed lengths, explicit
      seed; each run's JSON result line is read from its own --output-file (the client appends).
+     All runs of one measurement execute the client's own `__main__` in one child process, one after the other
+     (runpy, as `python -m` does), so its import of torch is paid once per measurement, not once per run.
 The gate itself (which runs count, the verdict) is on the controller: module_utils/bench_gate.py.
 
     bench_runner.py SETTINGS_JSON        (the settings themselves, or a file holding them)
+    bench_runner.py --client-runs FILE   (internal: the child that runs the client for each run in FILE)
 """
+import contextlib
 import importlib.util
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -81,28 +86,56 @@ def warm_up(settings, api_key):
             pass  # the measured runs report failures; a warm-up only has to have been tried
 
 
-def one_run(settings, module, concurrency, repeat, workdir, env):
-    output = os.path.join(workdir, "run-c%d-r%d.jsonl" % (concurrency, repeat))
-    command = [sys.executable, "-m", module, "--backend", "sglang", "--base-url", settings["base_url"],
-               "--dataset-name", "random-ids", "--tokenizer", settings["tokenizer"],
-               "--random-input-len", str(settings["input_len"]), "--random-output-len", str(settings["output_len"]),
-               "--random-range-ratio", "1.0", "--num-prompts", str(settings["num_prompts"]),
-               "--max-concurrency", str(concurrency), "--seed", str(settings["seed"]),
-               "--output-file", output, "--disable-tqdm"] + list(settings.get("extra_client_args") or [])
-    started = time.time()
+def client_argv(settings, concurrency, output):
+    """The client's command line for one run (after `python -m MODULE`)."""
+    return ["--backend", "sglang", "--base-url", settings["base_url"],
+            "--dataset-name", "random-ids", "--tokenizer", settings["tokenizer"],
+            "--random-input-len", str(settings["input_len"]), "--random-output-len", str(settings["output_len"]),
+            "--random-range-ratio", "1.0", "--num-prompts", str(settings["num_prompts"]),
+            "--max-concurrency", str(concurrency), "--seed", str(settings["seed"]),
+            "--output-file", output, "--disable-tqdm"] + list(settings.get("extra_client_args") or [])
+
+
+def client_runs(path):
+    """Child: run the client module's __main__ once per run listed in PATH, each with its own log and status."""
+    with open(path, encoding="utf-8") as handle:
+        plan = json.load(handle)
+    for run in plan["runs"]:
+        started, rc = time.time(), 0
+        with open(run["log"], "w", encoding="utf-8") as log, contextlib.redirect_stdout(log), \
+                contextlib.redirect_stderr(log):
+            sys.argv = [plan["module"]] + run["argv"]
+            try:
+                runpy.run_module(plan["module"], run_name="__main__", alter_sys=True)
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if not isinstance(exc.code, (int, type(None))):
+                    print(exc.code)
+            except BaseException as exc:  # pylint: disable=broad-except  # one run's crash is that run's error
+                import traceback  # pylint: disable=import-outside-toplevel
+                traceback.print_exc()
+                rc = 1
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+        with open(run["status"], "w", encoding="utf-8") as handle:
+            json.dump({"rc": rc, "wall_s": round(time.time() - started, 3)}, handle)
+
+
+def _read(path):
     try:
-        proc = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=settings["run_timeout_s"], check=False)
-        rc, log = proc.returncode, proc.stdout.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired as exc:
-        rc, log = None, "timed out after %ss\n%s" % (settings["run_timeout_s"],
-                                                     (exc.stdout or b"").decode("utf-8", "replace"))
-    run = {"concurrency": concurrency, "repeat": repeat, "rc": rc, "wall_s": round(time.time() - started, 3),
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def run_record(concurrency, repeat, output, log, status):
+    """One run as the gate reads it: the client's result line, or why there is none."""
+    state = json.loads(_read(status) or "null") or {"rc": None, "wall_s": None}
+    rc, text = state["rc"], _read(log)
+    run = {"concurrency": concurrency, "repeat": repeat, "rc": rc, "wall_s": state["wall_s"],
            "result": None, "error": None}
-    lines = []
-    if os.path.exists(output):
-        with open(output, encoding="utf-8") as handle:
-            lines = [line for line in handle.read().splitlines() if line.strip()]
+    lines = [line for line in _read(output).splitlines() if line.strip()]
     if lines:
         try:
             result = json.loads(lines[-1])
@@ -110,12 +143,38 @@ def one_run(settings, module, concurrency, repeat, workdir, env):
             run["result"] = {k: v for k, v in result.items() if not isinstance(v, list)}
         except ValueError as exc:
             run["error"] = "unreadable result line: %s" % exc
-    if rc != 0:
-        run["error"] = "client exit code %s: %s" % (rc, log.strip().splitlines()[-1:] or "")
+    if rc is None:
+        run["error"] = "the client did not finish this run: %s" % (state.get("why") or "the child process ended")
+    elif rc != 0:
+        run["error"] = "client exit code %s: %s" % (rc, text.strip().splitlines()[-1:] or "")
     if run["result"] is None and not run["error"]:
         run["error"] = "the client wrote no result line"
-    run["log_tail"] = log[-2000:]
+    run["log_tail"] = text[-2000:]
     return run
+
+
+def measure_runs(settings, module, workdir, env):
+    """Every run of the measurement in one child process; the records in order."""
+    runs = []
+    for concurrency in settings["concurrencies"]:
+        for repeat in range(1, settings["repeats"] + 1):
+            stem = os.path.join(workdir, "run-c%d-r%d" % (concurrency, repeat))
+            runs.append({"concurrency": concurrency, "repeat": repeat, "output": stem + ".jsonl",
+                         "log": stem + ".log", "status": stem + ".status.json",
+                         "argv": client_argv(settings, concurrency, stem + ".jsonl")})
+    plan = os.path.join(workdir, "plan.json")
+    with open(plan, "w", encoding="utf-8") as handle:
+        json.dump({"module": module, "runs": runs}, handle)
+    timeout = settings["run_timeout_s"] * max(len(runs), 1)
+    try:
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--client-runs", plan], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        for run in runs:
+            if not os.path.exists(run["status"]):
+                with open(run["status"], "w", encoding="utf-8") as handle:
+                    json.dump({"rc": None, "wall_s": None, "why": "timed out after %ss" % timeout}, handle)
+    return [run_record(r["concurrency"], r["repeat"], r["output"], r["log"], r["status"]) for r in runs]
 
 
 def server_info(base_url, api_key, timeout):
@@ -155,14 +214,15 @@ def main(arg):
               "runs": []}
     warm_up(settings, api_key)
     with tempfile.TemporaryDirectory(prefix="sglang-bench-") as workdir:
-        for concurrency in settings["concurrencies"]:
-            for repeat in range(1, settings["repeats"] + 1):
-                report["runs"].append(one_run(settings, module, concurrency, repeat, workdir, env))
+        report["runs"] = measure_runs(settings, module, workdir, env)
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) == 3 and sys.argv[1] == "--client-runs":
+        client_runs(sys.argv[2])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
         raise SystemExit(__doc__)
-    main(sys.argv[1])

@@ -4,9 +4,9 @@
 #   1. setup: the toolchain (.venv) and the lab's host packages
 #   2. at once: the static checks (scripts/checks.sh), the benchmark client venv (scripts/bench-client.sh) and the
 #      lab's image, SSH key and wheelhouse (made here once, so the two molecule scenarios never make them together)
-#   3. as soon as each has what it needs: molecule drift (its own hosts, drift-gpu*: the lab), pytest (the
-#      client venv; pytest-xdist, one test file per worker), molecule default (the checks too: its create.yml
-#      rebuilds build/, which ansible-lint reads)
+#   3. as soon as each has what it needs: molecule default and drift (the lab; each on its own hosts, lab-gpu* and
+#      drift-gpu*, default's collection built in folders of its own), pytest (the client venv; pytest-xdist, one test
+#      file per worker)
 # Every lane runs to its end even when another failed; each lane's output is printed whole when it ends, and the
 # stage lines (wall and CPU seconds) again at the end. CI_PYTEST_WORKERS sets pytest's workers (0: no xdist).
 set -euo pipefail
@@ -47,19 +47,15 @@ skipped=()
 lab_ok=true
 ci_lane_wait prep-lab || { failed+=(prep-lab); lab_ok=false; }
 if $lab_ok; then
+  ci_lane molecule-default molecule_test default
   ci_lane molecule-drift molecule_test drift
 else
-  skipped+=(molecule-drift)
+  skipped+=(molecule-default molecule-drift)
 fi
 ci_lane_wait prep-bench-client || failed+=(prep-bench-client)
 ci_lane pytest pytest_run   # without the client, the benchmark gate tests fail and say so
-ci_lane_wait checks || failed+=(checks)
-if $lab_ok; then
-  ci_lane molecule-default molecule_test default
-else
-  skipped+=(molecule-default)
-fi
 
+ci_lane_wait checks || failed+=(checks)
 ci_lane_wait pytest || failed+=(pytest)
 for lane in molecule-default molecule-drift; do
   if [ -n "${CI_LANE_PIDS[$lane]:-}" ]; then

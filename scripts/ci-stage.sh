@@ -1,22 +1,24 @@
 # shellcheck shell=bash
-# Sourced by .ci/run, scripts/test-all.sh and scripts/test.sh: stage timings, so CI's cost stays visible.
-#   ci_stage NAME COMMAND...       runs COMMAND (a program, or a function that returns its failure: set -e does
-#                                  not stop a function run here); prints "== ci: stage NAME <wall> s (cpu <user+sys> s)", FAILED
-#                                  with its status when it fails, and returns that status
-#   ci_lane NAME COMMAND...        the same in the background, its output in $CI_LOGS/NAME.log (lanes run at once,
-#                                  their output would interleave); ci_lane_wait NAME prints that log when it ends
-# Every stage line is also appended to $CI_LOGS/stages.txt for the summary at the end (ci_summary).
+# Sourced by scripts/test-all.sh (make test, .ci/run), scripts/checks.sh and scripts/test.sh: a timing line per
+# stage, so CI's cost stays visible.
+#   ci_stage NAME COMMAND...   runs COMMAND and prints "== ci: stage NAME <wall> s (cpu <user+sys> s)", with
+#                              "FAILED (exit N)" when it failed; returns its status. COMMAND is a program or a
+#                              function that returns its failure (set -e does not stop a function run here).
+#   ci_lane NAME COMMAND...    the same in the background, its output in $CI_LOGS/NAME.log (lanes run at once and
+#                              their output would interleave); ci_lane_wait NAME waits, prints that log, returns
+#                              its status.
+# Every stage line is also appended to $CI_LOGS/stages.txt, which ci_summary prints.
 CI_LOGS=${CI_LOGS:-$PWD/reports/ci}
 export CI_LOGS
 mkdir -p "$CI_LOGS"
 declare -gA CI_LANE_PIDS=()
 
 ci_stage() {
-  local name=$1 rc=0 times line wall user sys
+  local name=$1 rc=0 times line wall user sys TIMEFORMAT='%0R %1U %1S'
   shift
   times=$(mktemp)
   # bash's time keyword: wall and CPU (user, sys) of the command and everything it waited for.
-  { TIMEFORMAT='%0R %1U %1S'; time "$@" 2>&3 3>&-; } 3>&2 2> "$times" || rc=$?
+  { time "$@" 2>&3 3>&-; } 3>&2 2> "$times" || rc=$?
   read -r wall user sys < "$times" || true
   rm -f "$times"
   line="== ci: stage $name ${wall:-?} s (cpu $(awk -v u="${user:-0}" -v s="${sys:-0}" 'BEGIN { printf "%.0f", u + s }') s)"

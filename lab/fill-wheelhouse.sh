@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 house=.cache/lab/wheelhouse
 mkdir -p "$house"
+# One filler at a time (labs starting at once, as molecule default and drift do in CI): pip download writes a wheel
+# in place, and a second filler would take a half-written one for a cached one.
+exec 9> .cache/lab/.fill-wheelhouse.lock
+flock 9
 for lock in lab/locks/lab-a.txt lab/locks/lab-b.txt; do
   grep -E '^[A-Za-z0-9][A-Za-z0-9._-]*==' "$lock" | while read -r pin; do
     name=${pin%%==*}; version=${pin#*==}

@@ -10,15 +10,14 @@ set -euo pipefail
 . "$(dirname "$0")/env.sh"
 start=$SECONDS
 
-"$LAB_DIR/build-image.sh"
+# One build at a time (labs starting at once, as molecule default and drift do in CI): a second waits, then finds
+# the image up to date. The lock is taken here: build-image.sh's own bytes are the image's build hash.
+mkdir -p "$LAB_CACHE"
+flock "$LAB_CACHE/.build-image.lock" "$LAB_DIR/build-image.sh"
 image_id="$(podman image inspect --format '{{.Id}}' "$LAB_IMAGE")"
 
 # One key pair for the lab, made once; root's authorized_keys in every host.
-if [ ! -s "$LAB_SSH_KEY" ]; then
-  mkdir -p "$(dirname "$LAB_SSH_KEY")"
-  chmod 700 "$(dirname "$LAB_SSH_KEY")"
-  ssh-keygen -q -t ed25519 -N '' -C sglang-lab -f "$LAB_SSH_KEY"
-fi
+"$LAB_DIR/ssh-key.sh"
 
 # Files every host gets before (or, when reused, while) it runs. Only these paths go in the archive.
 stage="$(mktemp -d)"

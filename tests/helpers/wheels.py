@@ -3,6 +3,7 @@
 The cache (``$SGLANG_TEST_WHEEL_CACHE``, default ``<repo>/.cache/test-wheels``)
 is git-ignored: wheels are never committed.
 """
+import fcntl
 import glob
 import os
 import re
@@ -21,9 +22,17 @@ class NoWheel(Exception):
 def wheel(project, version):
     """Path of the cached wheel, downloading it with ``pip download --no-deps`` if needed."""
     pattern = "%s-%s-*.whl" % (project.replace("-", "_"), version)
+    os.makedirs(CACHE, exist_ok=True)
+    # One download at a time: pytest-xdist's workers share the cache, and pip writes a wheel in place, so another
+    # worker could find a half-written one.
+    with open(os.path.join(CACHE, ".lock"), "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _cached_wheel(project, version, pattern)
+
+
+def _cached_wheel(project, version, pattern):
     found = glob.glob(os.path.join(CACHE, pattern))
     if not found:
-        os.makedirs(CACHE, exist_ok=True)
         proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
                                "-q", "-d", CACHE, "%s==%s" % (project, version)],
                               capture_output=True, text=True, check=False)

@@ -18,11 +18,11 @@ import zipfile
 
 import pytest
 
+from tests.helpers import wheels
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "lab", "standins", "sglang_server_standin.py")
 MODULE_UTILS = os.path.join(REPO, "module_utils")
-WHEEL_CACHE = os.environ.get("SGLANG_TEST_WHEEL_CACHE", os.path.join(REPO, ".cache", "test-wheels"))
-WHEEL_0521 = os.path.join(WHEEL_CACHE, "sglang-0.5.21-cp311-cp311-manylinux_2_34_x86_64.whl")
 FUSION = ["--flashinfer-allreduce-fusion-backend", "trtllm"]
 FAST = {"startup_delay_s": 0, "health_check_s": 0, "tokens_per_s": 1000}
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -615,12 +615,11 @@ def test_bad_config_exits_78(standin, tmp_path):
 
 @pytest.fixture
 def sglang_0521_site(tmp_path):
-    """A site-packages with sglang 0.5.21's argument definitions (from the cached wheel), nothing else."""
-    if not os.path.isfile(WHEEL_0521):
-        pytest.skip("no cached %s (the integration tests download it)" % WHEEL_0521)
+    """A site-packages with sglang 0.5.21's argument definitions (from the real wheel, cached), nothing else."""
     site = tmp_path / "lib" / "site-packages"
     site.mkdir(parents=True)
-    with zipfile.ZipFile(WHEEL_0521) as wheel:
+    # Fetched here, not only found: under pytest-xdist this file may run before the integration tests download it.
+    with zipfile.ZipFile(wheels.wheel("sglang", "0.5.21")) as wheel:
         for name in wheel.namelist():
             if name == "sglang/srt/server_args.py" or name.startswith("sglang/srt/arg_groups/") \
                     or name == "sglang-0.5.21.dist-info/METADATA":
@@ -628,6 +627,7 @@ def sglang_0521_site(tmp_path):
     return str(site)
 
 
+@pytest.mark.wheels
 def test_flags_checked_with_the_installed_sglang(standin, sglang_0521_site):
     env = {"PYTHONPATH": sglang_0521_site, "SGLANG_STANDIN_CLI_ARGS": MODULE_UTILS}
     proc = run_flags(["--model-path", "/m", "--no-such-flag", "1"], env)
@@ -643,6 +643,7 @@ def test_flags_checked_with_the_installed_sglang(standin, sglang_0521_site):
     assert info["enable_mixed_chunk"] is True and info["version"] == "0.5.21"
 
 
+@pytest.mark.wheels
 def test_flags_checked_without_ansible_like_the_lab(standin, sglang_0521_site, tmp_path):
     """The lab copies sglang_cli_args.py alone next to the stand-in, and its venv has no Ansible."""
     lone = tmp_path / "opt-sglang-standin"

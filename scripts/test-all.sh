@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# make test (and .ci/run): every test, each stage timed, with independent work overlapped. On 2 cores most of
+# the time is waiting (servers starting, the benchmark's paced tokens, pip and apt downloads, systemd), so:
+#   1. setup: the toolchain (.venv) and the lab's host packages
+#   2. at once: the static checks (scripts/checks.sh), the benchmark client venv (scripts/bench-client.sh) and the
+#      lab's image, SSH key and wheelhouse (made here once, so the two molecule scenarios never make them together)
+#   3. as soon as each has what it needs: molecule default and drift (the lab; each on its own hosts, lab-gpu* and
+#      drift-gpu*, default's collection built in folders of its own), pytest (the client venv; pytest-xdist, one test
+#      file per worker)
+# Every lane runs to its end even when another failed; each lane's output is printed whole when it ends, and the
+# stage lines (wall and CPU seconds) again at the end. CI_PYTEST_WORKERS sets pytest's workers (0: no xdist).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/.venv/bin:$PATH"
+export ANSIBLE_CONFIG="$PWD/ansible.cfg"
+export CI_LOGS="$PWD/reports/ci"
+rm -rf "$CI_LOGS"
+. scripts/ci-stage.sh
+
+ci_stage setup ./scripts/setup-dev.sh
+ci_stage host-deps ./lab/install-host-deps.sh
+
+lab_prep() {
+  ./lab/build-image.sh && ./lab/ssh-key.sh && ./lab/fill-wheelhouse.sh
+}
+
+# molecule prints no time per step: ci-molecule-steps.py adds a stage line for each.
+molecule_test() {
+  molecule test -s "$1" 2>&1 | python scripts/ci-molecule-steps.py "molecule-$1"
+}
+
+pytest_run() {
+  local workers=${CI_PYTEST_WORKERS:-2}
+  if [ "$workers" -gt 0 ]; then
+    python -m pytest -n "$workers" --dist loadfile --durations=15
+  else
+    python -m pytest --durations=15
+  fi
+}
+
+ci_lane prep-lab lab_prep
+ci_lane prep-bench-client ./scripts/bench-client.sh
+ci_lane checks ./scripts/checks.sh
+
+failed=()
+skipped=()
+lab_ok=true
+ci_lane_wait prep-lab || { failed+=(prep-lab); lab_ok=false; }
+if $lab_ok; then
+  ci_lane molecule-default molecule_test default
+  ci_lane molecule-drift molecule_test drift
+else
+  skipped+=(molecule-default molecule-drift)
+fi
+ci_lane_wait prep-bench-client || failed+=(prep-bench-client)
+ci_lane pytest pytest_run   # without the client, the benchmark gate tests fail and say so
+
+ci_lane_wait checks || failed+=(checks)
+ci_lane_wait pytest || failed+=(pytest)
+for lane in molecule-default molecule-drift; do
+  if [ -n "${CI_LANE_PIDS[$lane]:-}" ]; then
+    ci_lane_wait "$lane" || failed+=("$lane")
+  fi
+done
+
+ci_summary
+if [ "${#skipped[@]}" -gt 0 ]; then
+  echo "== ci: not run (what they need failed): ${skipped[*]}"
+fi
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "== ci: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "== ci: all passed"

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+"""The batch sizes the playbooks pass to `serial` (deploy_serial, sglang_benchmark_parallel), checked before any
+play changes a host: Ansible itself fails on a bad one only when the play that uses it starts, with a traceback.
+
+    {{ deploy_serial | sglang_batches_problem('deploy_serial') }}   -> '' when usable, else why not
+
+Usable is what `serial` takes: a count of 1 or more, a percentage "N%" with 1 <= N <= 100, or a list of those
+(growing batches, e.g. [1, "25%"]).
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+_PERCENT = re.compile(r"^\s*([0-9]+)\s*%\s*$")
+
+
+def _one_problem(value):
+    if isinstance(value, bool):
+        return "%r is not a count or a percentage" % (value,)
+    if isinstance(value, int):
+        return "" if value >= 1 else "a count must be 1 or more, got %d" % value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return _one_problem(int(text))
+        match = _PERCENT.match(text)
+        if match:
+            pct = int(match.group(1))
+            return "" if 1 <= pct <= 100 else "a percentage must be 1%%..100%%, got %s" % text
+    return "%r is not a count (1, 2, ...) or a percentage (\"25%%\")" % (value,)
+
+
+def sglang_batches_problem(value, name="serial"):
+    """'' when `serial` can take VALUE, else a sentence naming NAME and what is wrong."""
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        return "%s: an empty list" % name
+    problems = [p for p in (_one_problem(v) for v in values) if p]
+    return "%s: %s" % (name, "; ".join(problems)) if problems else ""
+
+
+class FilterModule(object):
+    """Batch sizes for `serial`, checked up front."""
+
+    def filters(self):
+        return {"sglang_batches_problem": sglang_batches_problem}

@@ -1,0 +1,68 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible shell around module_utils/server_fingerprint.py (runs on the GPU host)."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_server_fingerprint
+short_description: Fingerprint what an SGLang server runs (files, the venv symlink, the GPU driver) in one call
+version_added: "0.1.0"
+description:
+  - Reads each path without following a final symlink (a file's SHA-1, a symlink's target, "-" for what is absent
+    or neither) and hashes them with the extra values. sglang_server records the result at every proven start and
+    restarts when it differs; the benchmark gate attaches its verdict to it.
+  - Reads only; the same in check mode.
+author:
+  - gpufleet sglang maintainers (@gpufleet)
+options:
+  paths:
+    description: Absolute paths, in a fixed order (the unit, the venv symlink, the patch record, environment files).
+    type: list
+    elements: path
+    required: true
+  extra:
+    description: Values that belong to the fingerprint but are not files (the GPU driver version).
+    type: list
+    elements: str
+    default: []
+"""
+
+EXAMPLES = r"""
+- name: Fingerprint what the server runs
+  sglang_server_fingerprint:
+    paths: [/etc/systemd/system/sglang.service, /opt/sglang/current, /etc/sglang/runtime.env]
+    extra: ["580.65.06"]
+  register: fingerprint
+"""
+
+RETURN = r"""
+fingerprint:
+  description: SHA-256 hex digest.
+  returned: success
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import server_fingerprint
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(paths=dict(type="list", elements="path", required=True),
+                           extra=dict(type="list", elements="str", default=[])),
+        supports_check_mode=True,
+    )
+    relative = [path for path in module.params["paths"] if not path.startswith("/")]
+    if relative:
+        module.fail_json(msg="sglang_server_fingerprint: paths must be absolute: %s" % ", ".join(relative))
+    try:
+        value = server_fingerprint.fingerprint(module.params["paths"], module.params["extra"])
+    except OSError as exc:
+        module.fail_json(msg="sglang_server_fingerprint: cannot read %s: %s" % (exc.filename, exc.strerror))
+    module.exit_json(changed=False, fingerprint=value)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""filter_plugins/sglang_batches.py: what `serial` takes is accepted, anything else is named before a play starts."""
+import importlib.util
+import os
+
+import pytest
+
+PLUGIN = os.path.join(os.path.dirname(__file__), "..", "..", "filter_plugins", "sglang_batches.py")
+spec = importlib.util.spec_from_file_location("sglang_batches", PLUGIN)
+sglang_batches = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sglang_batches)
+
+
+@pytest.mark.parametrize("value", [1, 8, "3", "25%", " 100% ", "1%", [1, "25%"], ["50%", 4]])
+def test_what_serial_takes_is_accepted(value):
+    assert sglang_batches.sglang_batches_problem(value, "deploy_serial") == ""
+
+
+@pytest.mark.parametrize("value, words", [
+    (0, "1 or more"),
+    (-2, "1 or more"),
+    ("0", "1 or more"),
+    ("abc", "not a count"),
+    ("150%", "1%..100%"),
+    ("0%", "1%..100%"),
+    (True, "not a count"),
+    (1.5, "not a count"),
+    (None, "not a count"),
+    ([], "empty list"),
+    ([1, "x"], "'x' is not a count"),
+])
+def test_anything_else_is_named(value, words):
+    problem = sglang_batches.sglang_batches_problem(value, "deploy_serial")
+    assert problem.startswith("deploy_serial: ") and words in problem, problem

@@ -89,8 +89,9 @@ for n in "${sizes[@]}"; do
     deploy_args="${extra[*]:-}" >> "$rows"
   "$LAB_DIR/down.sh" > /dev/null
   echo "   first converge ${first} s, no-op ${noop} s, drift ${drift} s (lab up ${up} s)"
+  "${helper[@]}" table "$rows" "$json" > /dev/null   # after every size: a run cut short keeps what finished
 done
 
-echo "== fleet bench, $(nproc) cores, forks $forks, commit $commit"
+echo "== fleet bench, $(nproc) cores, forks $forks, commit $commit${extra[*]:+, deploy args: ${extra[*]}}"
 "${helper[@]}" table "$rows" "$json"
 echo "(JSON: $json; logs: $logs/<N>/)"

@@ -9,6 +9,7 @@
 #   lab/bench-fleet.sh                          N = 2 4 8 16
 #   lab/bench-fleet.sh 2 4                      only those sizes
 #   lab/bench-fleet.sh 2 16 -- -e deploy_serial=4      arguments after -- go to both deploy runs
+#   FLEET_BENCH_KEEP_ROWS=1 lab/bench-fleet.sh 8      add a size to the rows already measured
 # Logs: .cache/lab/fleet/<N>/{up,converge,noop}.log, drift.json, drift-report.json, benchmark/ (the gate's results).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
@@ -27,7 +28,17 @@ rows="$logs/rows.jsonl"
 helper=(python3 "$LAB_DIR/fleet_bench.py")
 inventory=inventories/fleet
 mkdir -p "$logs" "$(dirname "$json")"
-: > "$rows"
+# FLEET_BENCH_KEEP_ROWS=1 adds to the rows of an earlier run (a size measured again replaces its row); each row
+# carries its own date, load and commit.
+[ "${FLEET_BENCH_KEEP_ROWS:-0}" = 1 ] || : > "$rows"
+# Every host's systemd holds a few inotify instances, all under root's limit (Debian: 128): past about 20
+# containers on one machine a host fails to boot (systemd exits, "container state improper").
+want=$((8 * (largest + $(podman ps --quiet | wc -l))))
+if [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt "$want" ]; then
+  echo "bench-fleet: fs.inotify.max_user_instances is below $want; raise it first:" \
+       "sysctl -w fs.inotify.max_user_instances=1024" >&2
+  exit 2
+fi
 
 lab_hosts() { FLEET_SIZE=$1 "$inventory/fleet.py" --lab-hosts; }
 largest="$(printf '%s\n' "${sizes[@]}" | sort -n | tail -n 1)"

@@ -31,6 +31,10 @@ mkdir -p "$logs" "$(dirname "$json")"
 # FLEET_BENCH_KEEP_ROWS=1 adds to the rows of an earlier run (a size measured again replaces its row); each row
 # carries its own date, load and commit.
 [ "${FLEET_BENCH_KEEP_ROWS:-0}" = 1 ] || : > "$rows"
+
+lab_hosts() { FLEET_SIZE=$1 "$inventory/fleet.py" --lab-hosts; }
+largest="$(printf '%s\n' "${sizes[@]}" | sort -n | tail -n 1)"
+lab_hosts "$largest" > /dev/null   # refuses a size the port range cannot hold, before anything starts
 # Every host's systemd holds a few inotify instances, all under root's limit (Debian: 128): past about 20
 # containers on one machine a host fails to boot (systemd exits, "container state improper").
 want=$((8 * (largest + $(podman ps --quiet | wc -l))))
@@ -39,10 +43,6 @@ if [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt "$want" ]; then
        "sysctl -w fs.inotify.max_user_instances=1024" >&2
   exit 2
 fi
-
-lab_hosts() { FLEET_SIZE=$1 "$inventory/fleet.py" --lab-hosts; }
-largest="$(printf '%s\n' "${sizes[@]}" | sort -n | tail -n 1)"
-lab_hosts "$largest" > /dev/null   # refuses a size the port range cannot hold, before anything starts
 # Never leave fleet hosts behind (only ours: down.sh removes exactly the names it is given).
 cleanup() { LAB_HOSTS="$(lab_hosts "$largest")" "$LAB_DIR/down.sh" > /dev/null || true; }
 trap cleanup EXIT

@@ -28,6 +28,8 @@ rows="$logs/rows.jsonl"
 helper=(python3 "$LAB_DIR/fleet_bench.py")
 inventory=inventories/fleet
 mkdir -p "$logs" "$(dirname "$json")"
+# A label of its own: molecule's default scenario removes every container labelled sglang-lab when it ends.
+export LAB_LABEL=sglang-lab-fleet
 # FLEET_BENCH_KEEP_ROWS=1 adds to the rows of an earlier run (a size measured again replaces its row); each row
 # carries its own date, load and commit.
 [ "${FLEET_BENCH_KEEP_ROWS:-0}" = 1 ] || : > "$rows"

@@ -7,6 +7,7 @@
   fleet_bench.py row KEY=VALUE ...               one row as a JSON line (a VALUE that parses as JSON is taken as
                                                  such: numbers, lists; anything else is a string)
   fleet_bench.py table ROWS.jsonl OUT.json       the table (ratios to the smallest fleet) on stdout, JSON to OUT
+  fleet_bench.py markdown FLEET.json             the written table as Markdown (for docs/fleet-scale.md)
 
 A log is the default callback's output with ansible.posix.profile_tasks enabled (each task header is followed by
 a line such as "Tuesday 01 December 2026  05:40:01 +0000 (0:00:01.234)       0:00:12.345 ****", the last field
@@ -96,6 +97,22 @@ def table(rows):
     return "\n".join(lines)
 
 
+def markdown(rows):
+    """The table as Markdown: figures with their ratio, each deploy run's restart play, the load before the size."""
+    lines = ["| hosts | first converge s | of which rolling restart s | no-op s | drift s | load (1 min) before |",
+             "|---|---|---|---|---|---|"]
+    for row in rows:
+        cells = []
+        for key in FIGURES:
+            value, ratio = row.get(key), row.get(key.replace("_s", "_ratio"))
+            cells.append("-" if value is None else "%.1f (%.2fx)" % (value, ratio) if ratio else "%.1f" % value)
+        restart = [seconds for name, seconds in row.get("first_converge_plays", []) if name.startswith("Restart")]
+        lines.append("| %d | %s | %s | %s | %s | %s |" % (
+            row["hosts"], cells[0], "%.1f" % restart[0] if restart else "-", cells[1], cells[2],
+            row.get("loadavg_before", ["?"])[0]))
+    return "\n".join(lines)
+
+
 def with_ratios(rows):
     """The rows sorted by size, each with <figure>_ratio to the smallest fleet (None where a figure is missing)."""
     rows = sorted(rows, key=lambda row: row["hosts"])
@@ -132,6 +149,10 @@ def main(argv):
             return 1 if problems else 0
         if argv[1:2] == ["phases"] and len(argv) == 3:
             print(json.dumps(phases(open(argv[2], encoding="utf-8").read())))
+            return 0
+        if argv[1:2] == ["markdown"] and len(argv) == 3:
+            with open(argv[2], encoding="utf-8") as stream:
+                print(markdown(json.load(stream)))
             return 0
         if argv[1:2] == ["row"]:
             print(json.dumps(row(argv[2:]), sort_keys=True))

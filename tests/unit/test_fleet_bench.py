@@ -150,3 +150,13 @@ def test_fleet_inventory_as_ansible_reads_it():
     assert listed["blackwell"]["hosts"] == ["fleet-gpu1", "fleet-gpu2", "fleet-gpu3", "fleet-gpu4"]
     # The lab's group variables reach the fleet's hosts (group_vars is inventories/lab's).
     assert listed["_meta"]["hostvars"]["fleet-gpu3"]["sglang_install_pip_no_index"] is True
+
+
+def test_markdown_table_shows_ratios_the_restart_play_and_missing_rows():
+    rows = bench.with_ratios([
+        {"hosts": 2, "first_converge_s": 100.0, "noop_s": 20.0, "drift_s": 10.0, "loadavg_before": [0.5, 1, 1],
+         "first_converge_plays": [["Prepare", 60.0], ["Restart the servers ...", 30.0]]},
+        {"hosts": 16, "first_converge_s": 400.0, "noop_s": None, "drift_s": 15.0, "first_converge_plays": []}])
+    lines = bench.markdown(rows).splitlines()
+    assert lines[2] == "| 2 | 100.0 (1.00x) | 30.0 | 20.0 (1.00x) | 10.0 (1.00x) | 0.5 |"
+    assert lines[3] == "| 16 | 400.0 (4.00x) | - | - | 15.0 (1.50x) | ? |"

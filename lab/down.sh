@@ -3,7 +3,7 @@
 # seconds. `lab/down.sh --image` also removes the image.
 #   LAB_HOSTS set in the environment   only the containers it names (another lab on the same machine, e.g.
 #                                      molecule/drift's drift-gpu1/drift-gpu2, keeps running)
-#   LAB_HOSTS unset                    every lab container (label sglang-lab)
+#   LAB_HOSTS unset                    every lab container (label LAB_LABEL, default sglang-lab)
 set -euo pipefail
 only_named="${LAB_HOSTS:-}"   # read before env.sh, which gives LAB_HOSTS its default
 . "$(dirname "$0")/env.sh"
@@ -13,11 +13,11 @@ if [ -n "$only_named" ]; then
   for spec in $only_named; do
     name="${spec%%:*}"
     # Only a lab container of that exact name (label and name both match).
-    ids+="$(podman ps --all --quiet --filter label=sglang-lab --filter "name=^${name}\$")"$'\n'
+    ids+="$(podman ps --all --quiet --filter "label=$LAB_LABEL" --filter "name=^${name}\$")"$'\n'
   done
   ids="$(echo "$ids" | sed '/^$/d')"
 else
-  ids="$(podman ps --all --quiet --filter label=sglang-lab)"
+  ids="$(podman ps --all --quiet --filter "label=$LAB_LABEL")"
 fi
 if [ -n "$ids" ]; then
   # shellcheck disable=SC2086  # one id per word

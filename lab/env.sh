@@ -8,6 +8,9 @@ export LAB_DIR LAB_ROOT
 export CONTAINERS_CONF="${LAB_CONTAINERS_CONF:-$LAB_DIR/containers.conf}"
 export LAB_CACHE="${LAB_CACHE:-$LAB_ROOT/.cache/lab}"
 export LAB_IMAGE="${LAB_IMAGE:-localhost/sglang-lab:bookworm}"
+# The label every lab container carries; down.sh without LAB_HOSTS removes all containers with it. A lab that must
+# survive that (the fleet benchmark, while molecule's default scenario tears down its own) uses its own label.
+export LAB_LABEL="${LAB_LABEL:-sglang-lab}"
 export LAB_SSH_KEY="${LAB_SSH_KEY:-$LAB_CACHE/ssh/id_ed25519}"
 # Copied into every host at start: HTTPS from inside the containers goes through an inspecting proxy
 # on these machines (as on many corporate GPU clusters), so pip and curl must trust the same roots.

@@ -62,7 +62,7 @@ for spec in $LAB_HOSTS; do
     echo "lab: replacing stale container $name ($state)"
     podman rm --force --time 5 "$name" > /dev/null
   fi
-  podman create --quiet "${create_args[@]}" --label sglang-lab=1 --label "lab.config=$config" \
+  podman create --quiet "${create_args[@]}" --label "$LAB_LABEL=1" --label "lab.config=$config" \
     "$LAB_IMAGE" /sbin/init > /dev/null
   copy_base_files "$name"
   "$LAB_DIR/set-profile.sh" "$name" "$profile"

@@ -1,0 +1,162 @@
+"""The fleet benchmark's logic (lab/fleet_bench.py) and the fleet lab's inventory (inventories/fleet/fleet.py):
+recaps judged, per-play seconds read from profile_tasks output, the table's ratios, the names/ports/profiles."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.ansible_run import REPO
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load("lab/fleet_bench.py", "fleet_bench")
+fleet = load("inventories/fleet/fleet.py", "fleet_inventory")
+
+
+def stamp(elapsed):
+    """A profile_tasks timestamp line (trailing space included, as the callback writes it)."""
+    minutes, seconds = divmod(elapsed, 60)
+    return "Tuesday 01 December 2026  05:40:01 +0000 (0:00:01.234)       0:%02d:%06.3f ****** " % (minutes, seconds)
+
+
+def log(plays, recap_lines=()):
+    """A default-callback log: each (play, [task elapsed seconds]) in order, then the recap."""
+    lines = []
+    for play, times in plays:
+        lines += ["", "PLAY [%s] ***" % play, ""]
+        for elapsed in times:
+            lines += ["TASK [x] ***", stamp(elapsed), "ok: [fleet-gpu1]"]
+    lines += ["", "PLAY RECAP ***"] + list(recap_lines)
+    lines += ["", "TASKS RECAP ***", stamp(999.0), "=" * 20, "x ------- 0.02s"]
+    return "\n".join(lines)
+
+
+OK = "fleet-gpu%d               : ok=80   changed=%d    unreachable=%d    failed=%d    skipped=9    rescued=0    ignored=0   "
+
+
+def test_recap_passes_a_clean_no_op_of_every_host():
+    text = log([("Prepare", [1.0])], [OK % (1, 0, 0, 0), OK % (2, 0, 0, 0)])
+    assert bench.recap_problems(text, 2, no_change=True) == []
+
+
+def test_recap_names_a_changed_failed_or_unreachable_host():
+    text = log([("Prepare", [1.0])], [OK % (1, 3, 0, 0), OK % (2, 0, 1, 0), OK % (3, 0, 0, 2)])
+    assert bench.recap_problems(text, 3, no_change=True) == [
+        "fleet-gpu1: changed=3", "fleet-gpu2: unreachable=1", "fleet-gpu3: failed=2"]
+    # A first converge may change things, never fail.
+    assert bench.recap_problems(text, 3) == ["fleet-gpu2: unreachable=1", "fleet-gpu3: failed=2"]
+
+
+def test_recap_counts_hosts_so_a_missing_host_is_not_a_pass():
+    text = log([("Prepare", [1.0])], [OK % (1, 0, 0, 0)])
+    assert bench.recap_problems(text, 2, no_change=True) == ["the recap lists 1 hosts, not 2"]
+    assert bench.recap_problems("no recap at all", 2) == ["the recap lists 0 hosts, not 2"]
+
+
+def test_phases_count_a_serial_play_from_its_first_batch_to_the_next_play():
+    text = log([("Prepare", [0.5, 10.0]), ("Rolling", [12.0, 20.0]), ("Rolling", [21.0, 30.0]),
+                ("Gate", [31.0, 100.0])])
+    # Gate ends at the last timestamp (the TASKS RECAP line, 999 s).
+    assert bench.phases(text) == [["Prepare", 11.5], ["Rolling", 19.0], ["Gate", 968.0]]
+
+
+def test_phases_of_a_log_without_timestamps_is_empty():
+    assert bench.phases("PLAY [x] ***\nTASK [y] ***\n") == []
+
+
+def test_table_gives_ratios_to_the_smallest_fleet_and_marks_missing_figures():
+    rows = bench.with_ratios([
+        {"hosts": 4, "first_converge_s": 300.0, "noop_s": 60.0, "drift_s": 30.0, "loadavg_before": [1.5, 1, 1]},
+        {"hosts": 2, "first_converge_s": 150.0, "noop_s": 40.0, "drift_s": 20.0, "loadavg_before": [0.5, 1, 1]},
+        {"hosts": 16, "first_converge_s": None, "noop_s": 80.0, "drift_s": 50.0}])
+    assert [row["hosts"] for row in rows] == [2, 4, 16]
+    assert rows[1]["noop_ratio"] == 1.5 and rows[1]["first_converge_ratio"] == 2.0
+    assert rows[2]["first_converge_ratio"] is None and rows[2]["drift_ratio"] == 2.5
+    printed = bench.table(rows).splitlines()
+    assert "300.0 (2.00x)" in printed[2] and "60.0 (1.50x)" in printed[2] and printed[2].endswith("1.5")
+    assert printed[3].split()[:2] == ["16", "-"]
+    assert printed[-1] == "(ratios to 2 hosts)"
+
+
+def test_row_parses_json_values_and_keeps_other_text():
+    assert bench.row(["hosts=8", "noop_s=41.5", "loadavg_before=[1.0, 2.0, 3.0]", "commit=abc123-dirty",
+                      "deploy_args="]) == {
+        "hosts": 8, "noop_s": 41.5, "loadavg_before": [1.0, 2.0, 3.0], "commit": "abc123-dirty", "deploy_args": ""}
+    with pytest.raises(ValueError):
+        bench.row(["noop_s=1"])
+    with pytest.raises(ValueError):
+        bench.row(["hosts=2", "garbage"])
+
+
+def test_table_command_writes_the_issue_schema_and_a_rerun_of_a_size_replaces_it(tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r) for r in [
+        {"hosts": 2, "first_converge_s": 100.0, "noop_s": 20.0, "drift_s": 10.0},
+        {"hosts": 4, "first_converge_s": 999.0, "noop_s": 99.0, "drift_s": 99.0},
+        {"hosts": 4, "first_converge_s": 200.0, "noop_s": 30.0, "drift_s": 12.0}]) + "\n")
+    out = tmp_path / "fleet.json"
+    run = subprocess.run([sys.executable, os.path.join(REPO, "lab/fleet_bench.py"), "table", str(rows), str(out)],
+                         capture_output=True, text=True, check=True)
+    written = json.loads(out.read_text())
+    assert [(r["hosts"], r["first_converge_s"], r["noop_s"], r["drift_s"]) for r in written] == [
+        (2, 100.0, 20.0, 10.0), (4, 200.0, 30.0, 12.0)]
+    assert "30.0 (1.50x)" in run.stdout
+
+
+def test_bad_arguments_get_a_message_not_a_traceback(tmp_path):
+    run = subprocess.run([sys.executable, os.path.join(REPO, "lab/fleet_bench.py"), "recap",
+                          str(tmp_path / "missing.log"), "2"], capture_output=True, text=True, check=False)
+    assert run.returncode == 2 and "fleet_bench:" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_fleet_hosts_have_their_own_names_ports_and_mixed_profiles():
+    assert fleet.hosts(3) == [("fleet-gpu1", 2301, "rtxpro6000-8x-pcie"), ("fleet-gpu2", 2302, "rtxpro6000-2x-pcie"),
+                              ("fleet-gpu3", 2303, "rtxpro6000-8x-pcie")]
+    assert fleet.lab_hosts(2) == "fleet-gpu1:2301:rtxpro6000-8x-pcie fleet-gpu2:2302:rtxpro6000-2x-pcie"
+    for profile in fleet.PROFILES:
+        assert os.path.isdir(os.path.join(REPO, "lab", "gpu-profiles", profile))
+
+
+def test_fleet_inventory_matches_the_lab_hosts_it_starts():
+    inventory = fleet.inventory(16)
+    assert len(inventory["blackwell"]["hosts"]) == 16
+    hostvars = inventory["_meta"]["hostvars"]
+    assert sorted(v["ansible_port"] for v in hostvars.values()) == list(range(2301, 2317))
+    assert "blackwell" in inventory["fleet"]["children"]
+
+
+@pytest.mark.parametrize("raw", ["0", "20", "-1", "two", "2.5", ""])
+def test_fleet_size_out_of_range_is_refused_with_a_message(raw):
+    with pytest.raises(ValueError, match="FLEET_SIZE"):
+        fleet.size({"FLEET_SIZE": raw})
+    assert fleet.size({}) == 2 and fleet.size({"FLEET_SIZE": "19"}) == 19
+
+
+def test_fleet_inventory_as_ansible_reads_it():
+    env = dict(os.environ, FLEET_SIZE="4", ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
+    run = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-inventory"), "-i",
+                          os.path.join(REPO, "inventories", "fleet"), "--list"],
+                         capture_output=True, text=True, check=True, env=env, cwd=REPO)
+    listed = json.loads(run.stdout)
+    assert listed["blackwell"]["hosts"] == ["fleet-gpu1", "fleet-gpu2", "fleet-gpu3", "fleet-gpu4"]
+    # The lab's group variables reach the fleet's hosts (group_vars is inventories/lab's).
+    assert listed["_meta"]["hostvars"]["fleet-gpu3"]["sglang_install_pip_no_index"] is True
+
+
+def test_markdown_table_shows_ratios_the_restart_play_and_missing_rows():
+    rows = bench.with_ratios([
+        {"hosts": 2, "first_converge_s": 100.0, "noop_s": 20.0, "drift_s": 10.0, "loadavg_before": [0.5, 1, 1],
+         "first_converge_plays": [["Prepare", 60.0], ["Restart the servers ...", 30.0]]},
+        {"hosts": 16, "first_converge_s": 400.0, "noop_s": None, "drift_s": 15.0, "first_converge_plays": []}])
+    lines = bench.markdown(rows).splitlines()
+    assert lines[2] == "| 2 | 100.0 (1.00x) | 30.0 | 20.0 (1.00x) | 10.0 (1.00x) | 0.5 |"
+    assert lines[3] == "| 16 | 400.0 (4.00x) | - | - | 15.0 (1.50x) | ? |"

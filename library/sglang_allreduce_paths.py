@@ -94,6 +94,12 @@ options:
   pcie_ipc_unavailable:
     description: A reason, found elsewhere, why PCIe IPC cannot run (e.g. its canary failed).
     type: str
+  choice_file:
+    description:
+      - "The benchmark gate's recorded choice for C(auto) (written by the sglang_allreduce_choice module). C(auto)
+        selects the recorded path while the candidates are the ones it was measured among; otherwise (no file, another
+        set of candidates, an unreadable record) it selects fusion where it can run, else nccl, and says why."
+    type: path
 notes:
   - Supports check mode (it only reads).
   - Nothing is imported from the venv; no torch or GPU is needed.
@@ -145,6 +151,10 @@ path:
   returned: success
   type: str
   sample: fusion
+measured:
+  description: For C(auto), whether the path is the benchmark gate's recorded choice (false before a measurement).
+  returned: when path is auto
+  type: bool
 why:
   description: Why this path was selected.
   returned: success
@@ -198,6 +208,19 @@ from ansible.module_utils import allreduce_paths as ap
 from ansible.module_utils import fusion_patcher
 
 
+def _read_choice(path):
+    """The choice file's text; None when there is none (an unreadable one is reported as such by decide)."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        return "unreadable: %s" % exc
+
+
 def run(params):
     """(result, None), or (None, failure fields) with the reason in msg."""
     try:
@@ -213,7 +236,8 @@ def run(params):
             setup["hidden_size"] = ap.hidden_size_from_config(params["model_path"])
         if setup["autotune_dir"] and params["service_user"]:
             setup["autotune_dir_problem"] = ap.writable_problem(setup["autotune_dir"], params["service_user"])
-        return ap.decide(params["path"], ap.read_facts(venv.site_packages), setup), None
+        recorded = _read_choice(params["choice_file"]) if params["path"] == "auto" else None
+        return ap.decide(params["path"], ap.read_facts(venv.site_packages), setup, recorded), None
     except ap.PathsError as exc:
         failure = dict((key, exc.result[key]) for key in ("facts", "candidates", "refused", "paths")
                        if key in exc.result)
@@ -242,6 +266,7 @@ def main():
             pcie_ipc_exclusive=dict(type="bool", default=True),
             fusion_unavailable=dict(type="str"),
             pcie_ipc_unavailable=dict(type="str"),
+            choice_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )

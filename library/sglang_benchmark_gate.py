@@ -72,6 +72,20 @@ options:
     description: Facts recorded with the run (venv, lock, patch state, rollback outcome...).
     type: dict
     default: {}
+  write_artifacts:
+    description:
+      - Write the run JSON, history, summary and chart. Off for the judgement of one all-reduce path trial (the
+        gate's run that follows records every path side by side through O(allreduce)).
+    type: bool
+    default: true
+  allreduce:
+    description:
+      - "For C(sglang_allreduce_path=auto) with several candidates: the trials' outcome, C(winner), C(why) and
+        C(paths) (one judgement per path: C(path), C(passed), C(median_tok_s), C(bar_tok_s), C(baseline_tok_s),
+        C(match_rate), C(failures)). Recorded in the run JSON, tabled in the summary, charted in
+        C(allreduce-paths.png), and its C(why) closes the message."
+    type: dict
+    default: {}
 """
 
 EXAMPLES = r"""
@@ -189,6 +203,8 @@ def main():
             min_match_rate=dict(type="float", default=0.75),
             results_dir=dict(type="path", required=True),
             context=dict(type="dict", default={}),
+            write_artifacts=dict(type="bool", default=True),
+            allreduce=dict(type="dict", default={}),
         ),
         supports_check_mode=False,
     )
@@ -230,14 +246,21 @@ def main():
     except (bench_gate.GateInputError, KeyError, TypeError, ValueError, AttributeError) as exc:
         module.fail_json(msg="%s: benchmark gate cannot judge: %s" % (p["host"], exc))
     message = bench_gate.describe(p["host"], verdict, summary, source, correctness, p["min_match_rate"])
+    if p["allreduce"]:
+        message += " All-reduce path (auto, every candidate measured): %s." % p["allreduce"].get("why", "")
     stats = summary[p["gate_concurrency"]]
+    if not p["write_artifacts"]:
+        module.exit_json(changed=False, passed=verdict["passed"], message=message, failures=verdict["failures"],
+                         verdict={k: verdict[k] for k in ("median_tok_s", "bar_tok_s", "baseline_tok_s",
+                                                          "margin_pct", "gate_concurrency")},
+                         summary={str(k): v for k, v in summary.items()}, correctness=correctness, artifacts={})
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     record = dict(verdict, stamp=stamp, host=p["host"], message=message, summary=summary,
                   spread_pct=stats["spread_pct"], accept_length=stats["accept_length"],
                   match_rate=correctness["match_rate"] if correctness else None, correctness=correctness,
                   baseline_source=source, measurement=measurement, context=p["context"],
                   venv=p["context"].get("venv"), sglang=(measurement.get("client") or {}).get("sglang"),
-                  rolled_back=p["context"].get("rolled_back"))
+                  rolled_back=p["context"].get("rolled_back"), allreduce=p["allreduce"] or None)
     try:
         artifacts = bench_report.write_artifacts(p["results_dir"], p["host"], record)
     except (OSError, ImportError) as exc:

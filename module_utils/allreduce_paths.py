@@ -21,6 +21,7 @@ import os
 import pwd
 import re
 
+from ansible.module_utils import allreduce_choice as ac
 from ansible.module_utils import fusion_guards as fg
 from ansible.module_utils import pkg_versions as pv
 
@@ -372,11 +373,13 @@ def _candidate(path, facts, setup):
             "environment": environment, "notes": notes}
 
 
-def decide(request, facts, setup):
+def decide(request, facts, setup, recorded_choice=None):
     """The verdict for ``request`` (one of REQUESTS). Raises PathsError when an explicit path cannot run.
 
-    'auto' lists every runnable candidate for the benchmark gate to measure; until a measurement picks one it
-    selects what the deployment did before paths existed: fusion where it can run, else NCCL.
+    'auto' lists every runnable candidate for the benchmark gate to measure. It selects the path the gate recorded
+    as the winner (``recorded_choice``: the text of the choice file, None when there is none) while the candidates
+    are the ones it was measured among; otherwise what the deployment did before paths existed: fusion where it can
+    run, else NCCL (and the gate decides again).
     """
     if request not in REQUESTS:
         raise PathsError("path must be one of %s, got %r" % (", ".join(REQUESTS), request))
@@ -391,10 +394,17 @@ def decide(request, facts, setup):
         "paths": by_path,
     }
     if request == "auto":
-        chosen = by_path["fusion"] if by_path["fusion"]["runnable"] else by_path["nccl"]
-        result["why"] = "auto before measurement: %s" % (
-            "fusion can run here (the benchmark gate may pick another candidate)" if chosen["path"] == "fusion"
-            else "fusion cannot run here (%s); NCCL" % "; ".join(by_path["fusion"]["reasons"]))
+        data, problem = ac.parse(recorded_choice)
+        measured, reason = ac.recorded_path(data, problem, result["candidates"])
+        result["measured"] = measured is not None
+        if measured:
+            chosen = by_path[measured]
+            result["why"] = "auto: %s" % reason
+        else:
+            chosen = by_path["fusion"] if by_path["fusion"]["runnable"] else by_path["nccl"]
+            result["why"] = "auto before measurement (%s): %s" % (reason, (
+                "fusion can run here (the benchmark gate may pick another candidate)" if chosen["path"] == "fusion"
+                else "fusion cannot run here (%s); NCCL" % "; ".join(by_path["fusion"]["reasons"])))
     else:
         chosen = by_path[request]
         if not chosen["runnable"]:

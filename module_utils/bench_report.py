@@ -6,6 +6,7 @@ Layout under the results directory (one folder per host):
     <host>/history.jsonl       one line per gate run: time, median tok/s, bar, verdict (the chart's data)
     <host>/summary.md          the latest verdict and the history table
     <host>/throughput.png      median output tok/s per gate run, with the required bar and the baseline
+    <host>/allreduce-paths.png the latest run's all-reduce path trials side by side (auto with several candidates)
 """
 from __future__ import annotations
 
@@ -15,11 +16,28 @@ import os
 from ansible.module_utils.atomic_files import write_atomic  # pylint: disable=import-error
 
 HISTORY_KEYS = ("stamp", "passed", "median_tok_s", "bar_tok_s", "baseline_tok_s", "spread_pct",
-                "accept_length", "match_rate", "venv", "sglang", "rolled_back")
+                "accept_length", "match_rate", "venv", "sglang", "rolled_back", "allreduce_path")
 
 
 def history_line(record):
-    return {k: record.get(k) for k in HISTORY_KEYS}
+    line = {k: record.get(k) for k in HISTORY_KEYS}
+    if record.get("allreduce"):
+        line["allreduce_path"] = record["allreduce"].get("winner") or "none won"
+    return line
+
+
+def allreduce_table(allreduce):
+    """The all-reduce path trials side by side (Markdown lines)."""
+    lines = ["## All-reduce paths (auto: every candidate measured)", "",
+             "Chosen: **%s**. %s" % (allreduce.get("winner") or "none", allreduce.get("why", "")), "",
+             "| path | verdict | median tok/s | required | baseline | match % | why not |", "|---|---|---|---|---|---|---|"]
+    for row in allreduce.get("paths", []):
+        match = None if row.get("match_rate") is None else 100 * row["match_rate"]
+        lines.append("| %s%s | %s | %s | %s | %s | %s | %s |" % (
+            row.get("path"), " (chosen)" if row.get("path") == allreduce.get("winner") else "",
+            "pass" if row.get("passed") else "FAIL", _cell(row.get("median_tok_s")), _cell(row.get("bar_tok_s")),
+            _cell(row.get("baseline_tok_s")), _cell(match), "; ".join(row.get("failures") or []) or "-"))
+    return lines + [""]
 
 
 def read_history(path):
@@ -52,6 +70,8 @@ def markdown(host, record, history):
              record["message"], ""]
     if record.get("rolled_back"):
         lines += ["Rolled back: %s" % record["rolled_back"], ""]
+    if record.get("allreduce"):
+        lines += allreduce_table(record["allreduce"])
     lines += ["| concurrency | runs counted | median tok/s | min | max | spread % | TTFT ms | TPOT ms | accept length |",
               "|---|---|---|---|---|---|---|---|---|"]
     for concurrency, s in sorted(record["summary"].items(), key=lambda item: int(item[0])):
@@ -100,6 +120,35 @@ def render_png(host, history, path):
     os.replace(tmp, path)
 
 
+def render_paths_png(host, allreduce, path):
+    """The latest trials: one bar per all-reduce path (median tok/s; hatched = failed), the required bar as a line."""
+    import matplotlib  # pylint: disable=import-outside-toplevel
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+
+    rows = allreduce.get("paths", [])
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    names = [r["path"] + (" *" if r["path"] == allreduce.get("winner") else "") for r in rows]
+    heights = [r.get("median_tok_s") or 0 for r in rows]
+    bars = ax.bar(names, heights, color=["#2ca02c" if r.get("passed") else "#d62728" for r in rows])
+    for bar, row in zip(bars, rows):
+        if not row.get("passed"):
+            bar.set_hatch("//")
+    bar_line = next((r.get("bar_tok_s") for r in rows if r.get("bar_tok_s") is not None), None)
+    if bar_line is not None:
+        ax.axhline(bar_line, linestyle="--", color="#7f7f7f", label="required (baseline + margin)")
+        ax.legend(loc="lower left", fontsize=8)
+    ax.set_title("All-reduce paths on %s (* chosen; red = failed)" % host)
+    ax.set_ylabel("median output tokens/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
 def write_artifacts(results_dir, host, record):
     """Writes the run JSON, appends to the history, rewrites the summary and the chart; returns their paths."""
     folder = os.path.join(results_dir, host)
@@ -114,4 +163,7 @@ def write_artifacts(results_dir, host, record):
                  mode=0o644)
     write_atomic(paths["summary"], markdown(host, record, history).encode(), mode=0o644)
     render_png(host, history, paths["chart"])
+    if record.get("allreduce"):
+        paths["allreduce_chart"] = os.path.join(folder, "allreduce-paths.png")
+        render_paths_png(host, record["allreduce"], paths["allreduce_chart"])
     return paths

@@ -119,6 +119,7 @@ PRODUCERS = {
     ("sglang_install", "lock_check.yml"): "packages",
     ("sglang_install", "*"): "venv",
     ("fusion_patch", "*"): "patch",
+    ("sglang_allreduce", "*"): "environment",
     ("nccl_tuning", "*"): "nccl",
     ("sglang_server", "api_key.yml"): "environment",
     ("sglang_server", "unit.yml"): "unit",

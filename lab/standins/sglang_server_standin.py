@@ -74,7 +74,14 @@ CONFIG_DEFAULTS = {
     "health_check_s": 1.0,  # how long a 200 from /health or /health_generate takes (the real one waits >= 1 s)
     "hidden_dim": None,  # hidden_dim in the fusion line; None: the model's config.json, else 7168 (Kimi-K2)
     "access_log": True,  # uvicorn access-log lines for every request
+    # per all-reduce path the server runs (read from its flags and environment as SGLang would), what changes:
+    # {"fusion": {"tokens_per_s": 150, "wrong_output": true}, ...}; a path not named keeps the values above
+    "allreduce_paths": {},
 }
+ALLREDUCE_PATHS = ("nccl", "fusion", "pcie_ipc", "fusion+pcie_ipc")
+ALLREDUCE_PATH_KEYS = ("tokens_per_s", "wrong_output")
+PCIE_SWITCH = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"  # sglang/srt/environ.py (0.5.21+), an EnvBool
+PCIE_WORLD_SIZES = (2, 4, 8)  # _SUPPORTED_WORLD_SIZES of SGLang's and FlashInfer's pcie_ipc_ar.py
 FUSION_VARIANTS = ("enabled", "skipped", "disabled", "refused", "none")
 FUSION_ERROR_DEFAULTS = {
     # the RuntimeError G3 raises when the multicast granularity query fails (flashinfer_comm_fusion.py)
@@ -187,7 +194,25 @@ def load_config():
         raise ConfigError("%s: fusion_log must be one of %s" % (path, ", ".join(FUSION_VARIANTS)))
     if cfg["fusion_error"] is not None and not isinstance(cfg["fusion_error"], str):
         raise ConfigError("%s: fusion_error must be null or a string" % path)
+    check_allreduce_paths(path, cfg["allreduce_paths"])
     return cfg, path, True
+
+
+def check_allreduce_paths(path, paths):
+    """allreduce_paths: {path: {tokens_per_s: > 0, wrong_output: bool}} for the paths of docs/allreduce-paths.md."""
+    if not isinstance(paths, dict):
+        raise ConfigError("%s: allreduce_paths must be an object of path: {...}" % path)
+    for name, override in paths.items():
+        if name not in ALLREDUCE_PATHS:
+            raise ConfigError("%s: allreduce_paths: unknown path %r; known: %s" % (path, name, ", ".join(ALLREDUCE_PATHS)))
+        if not isinstance(override, dict) or set(override) - set(ALLREDUCE_PATH_KEYS):
+            raise ConfigError("%s: allreduce_paths.%s must be an object with only %s"
+                              % (path, name, ", ".join(ALLREDUCE_PATH_KEYS)))
+        rate = override.get("tokens_per_s", 1)
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0:
+            raise ConfigError("%s: allreduce_paths.%s.tokens_per_s must be a number > 0" % (path, name))
+        if not isinstance(override.get("wrong_output", False), bool):
+            raise ConfigError("%s: allreduce_paths.%s.wrong_output must be true or false" % (path, name))
 
 
 # ------------------------------------------------------------------------------------------- server flags
@@ -534,6 +559,9 @@ class Server(object):
             self.fusion_backend = "auto"  # serving_hook._handle_deprecated_args
         if args.enforce_disable_flashinfer_allreduce_fusion:
             self.fusion_backend = None
+        # What the path the server runs changes (allreduce_paths), applied over the rest of the configuration.
+        self.allreduce_path = allreduce_path(self, os.environ)
+        self.cfg = dict(cfg, **cfg["allreduce_paths"].get(self.allreduce_path, {}))
         self.max_total_num_tokens = 1000000
         self.max_running_requests = args.max_running_requests or 2048
         self.generate_calls = 0
@@ -767,6 +795,16 @@ class Generation(object):
         return {"text": self.text, "output_ids": list(self.ids), "meta_info": self.meta_info(final)}
 
 
+def allreduce_path(server, environ):
+    """The all-reduce path this start runs: fusion when its workspace came up (a fusion flag, TP > 1, the 'enabled'
+    variant), PCIe IPC when SGLANG_ENABLE_PCIE_IPC_ALLREDUCE is true at a world size it supports. The stand-in does
+    not model FlashInfer < 0.7.0 (where SGLang falls back to NCCL): the lab's candidates never include pcie_ipc."""
+    fusion = server.fusion_backend is not None and server.args.tp_size > 1 and fusion_variant(server) == "enabled"
+    ipc = (environ.get(PCIE_SWITCH, "").strip().lower() in ("1", "true", "yes", "y", "on")
+           and server.args.tp_size in PCIE_WORLD_SIZES)
+    return "+".join(name for name, on in (("fusion", fusion), ("pcie_ipc", ipc)) if on) or "nccl"
+
+
 def tp_prefix(server, rank):
     """scheduler.py's logger prefix: ' TP{rank}' only when tp_size > 1 (no DP/PP/EP here)."""
     return " TP%d" % rank if server.args.tp_size > 1 else ""
@@ -852,6 +890,10 @@ def print_startup(server, checked_with, config_path, config_found):
     standin_note("this is a stand-in for sglang.launch_server (sglang-sm120-deploy lab), NOT SGLang: no model is "
                  "loaded, no GPU is used, completions are made up. Flags checked with %s; behaviour from %s%s."
                  % (checked_with, config_path, "" if config_found else " (absent: defaults)"))
+    if cfg["allreduce_paths"]:
+        standin_note("all-reduce path %s (allreduce_paths%s): tokens_per_s=%s, wrong_output=%s"
+                     % (server.allreduce_path, "" if server.allreduce_path in cfg["allreduce_paths"] else
+                        " names no override for it", cfg["tokens_per_s"], str(cfg["wrong_output"]).lower()))
     if args.enable_flashinfer_allreduce_fusion and args.flashinfer_allreduce_fusion_backend is None:
         log("--enable-flashinfer-allreduce-fusion is deprecated. "
             "Please use --flashinfer-allreduce-fusion-backend=auto instead.")
@@ -1058,6 +1100,7 @@ class Handler(BaseHTTPRequestHandler):
             "frontend": "python",
             "kv_events": None,
             "standin": STANDIN,
+            "standin_allreduce_path": server.allreduce_path,
         })
         self._send(200, info)
 

@@ -51,3 +51,18 @@ def test_wrong_completions_fail_and_other_settings_are_refused(tmp_path):
 def test_no_baseline_is_an_error_not_a_pass(tmp_path):
     result = gate(tmp_path, measurement(300.0))
     assert result["failed"] and "no recorded baseline" in result["msg"], result
+
+
+def test_a_trial_is_judged_without_artifacts_and_the_run_records_every_path(tmp_path):
+    gate(tmp_path, measurement(85.0), record_baseline=True)
+    trial = gate(tmp_path, measurement(120.0), write_artifacts=False)
+    assert trial["passed"] and trial["artifacts"] == {} and not os.path.exists(str(tmp_path / "results" / "h1"))
+    assert trial["verdict"]["median_tok_s"] == 120.0 and trial["correctness"]["match_rate"] == 1.0
+    paths = {"winner": "nccl", "why": "nccl is the fastest correct path (120.0 tok/s)",
+             "paths": [{"path": "fusion", "passed": False, "median_tok_s": 300.0, "failures": ["correctness"]},
+                       {"path": "nccl", "passed": True, "median_tok_s": 120.0, "failures": []}]}
+    judged = gate(tmp_path, measurement(120.0), allreduce=paths)
+    assert judged["message"].endswith("All-reduce path (auto, every candidate measured): %s." % paths["why"])
+    with open(judged["artifacts"]["run"], encoding="utf-8") as handle:
+        assert json.load(handle)["allreduce"]["winner"] == "nccl"
+    assert os.path.exists(judged["artifacts"]["allreduce_chart"])

@@ -1,5 +1,6 @@
 """The sglang_allreduce role on localhost, on a real sglang 0.5.23 + flashinfer-python 0.7.2 venv (--no-deps)."""
 import getpass
+import json
 
 import pytest
 
@@ -27,16 +28,33 @@ def model(tmp_path):
 
 def run(venv, tmp_path, check=False, **variables):
     base = {"sglang_allreduce_venv": venv, "sglang_allreduce_tp_size": 2, "sglang_allreduce_user": getpass.getuser(),
-            "sglang_allreduce_autotune_dir": str(tmp_path / "autotune")}
+            "sglang_allreduce_autotune_dir": str(tmp_path / "autotune"),
+            "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home")}
+    (tmp_path / "etc").mkdir(exist_ok=True)
+    (tmp_path / "home").mkdir(exist_ok=True)
     base.update(variables)
     return run_playbook(PLAYBOOK, base, check=check)
 
 
 def published(report):
+    facts = {}
     for name, result in task_results(report):
-        if name == "Publish the path for the server and the benchmark gate":
-            return result["ansible_facts"]
-    raise AssertionError("no published facts")
+        if name in ("Publish every path's verdict and the candidates (the benchmark gate measures them)",
+                    "Note the path's server arguments and environment"):
+            facts.update(result["ansible_facts"])
+    assert facts, "no published facts"
+    return facts
+
+
+def env_file(tmp_path):
+    return (tmp_path / "etc" / "allreduce.env").read_text()
+
+
+def write_choice(tmp_path, path, candidates):
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "home" / "allreduce-choice.json").write_text(json.dumps(
+        {"version": 1, "path": path, "candidates": candidates, "at": "2026-12-01T06:00:00+00:00",
+         "why": "%s is the fastest correct path (test)" % path, "paths": []}))
 
 
 def test_auto_keeps_fusion_where_fusion_patch_gave_its_flag(venv, tmp_path, model):
@@ -87,3 +105,41 @@ def test_hybrid_ep_and_determinism_are_read_from_the_servers_extra_arguments(ven
     assert result["path"] == "nccl" and result["candidates"] == ["nccl"]
     assert any("hybrid expert parallelism (ep_size 2 < tp_size 8" in r for r in result["refused"]["fusion"])
     assert any("deterministic" in r for r in result["refused"]["pcie_ipc"])
+
+
+def test_the_chosen_paths_environment_file_is_written_once_and_dry_runs_leave_it(venv, tmp_path):
+    rc, report = run(venv, tmp_path, check=True, fusion_patch_server_args=FUSION_FLAG)
+    assert rc == 0, failure(report)
+    assert not (tmp_path / "etc" / "allreduce.env").exists()
+    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    assert rc == 0, failure(report)
+    assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=0\n" in env_file(tmp_path)  # fusion: the IPC switch written off
+    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    assert rc == 0 and not any(r.get("changed") for n, r in task_results(report)
+                               if n == "Write the path's environment file")
+
+
+def test_auto_renders_the_recorded_winner_while_the_candidates_are_the_same(venv, tmp_path):
+    write_choice(tmp_path, "nccl", ["fusion+pcie_ipc", "pcie_ipc", "fusion", "nccl"])
+    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    assert rc == 0, failure(report)
+    facts = published(report)
+    assert facts["sglang_allreduce_applied"] == "nccl" and facts["sglang_allreduce_server_args"] == []
+    assert facts["sglang_allreduce_result"]["measured"] is True
+    assert "measured it fastest and correct" in facts["sglang_allreduce_result"]["why"]
+
+
+def test_auto_falls_back_and_says_why_when_the_candidates_changed(venv, tmp_path):
+    write_choice(tmp_path, "nccl", ["fusion", "nccl"])  # measured on another venv: no IPC paths then
+    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    assert rc == 0, failure(report)
+    result = published(report)["sglang_allreduce_result"]
+    assert result["path"] == "fusion" and result["measured"] is False
+    assert "the candidates changed" in result["why"]
+
+
+def test_the_pcie_ipc_environment_reaches_the_file(venv, tmp_path):
+    rc, report = run(venv, tmp_path, sglang_allreduce_path="pcie_ipc")
+    assert rc == 0, failure(report)
+    text = env_file(tmp_path)
+    assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1\n" in text and "FLASHINFER_AUTOTUNE_DIR=%s\n" % (tmp_path / "autotune") in text

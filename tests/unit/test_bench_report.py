@@ -43,3 +43,23 @@ def test_a_torn_history_line_is_skipped_not_fatal(tmp_path):
     (folder / "history.jsonl").write_text('{"stamp": "a", "passed": true}\n{"stamp": "b", "pass')
     paths = br.write_artifacts(str(tmp_path), "h1", record("c", 100.0, True))
     assert [row["stamp"] for row in br.read_history(paths["history"])] == ["a", "c"]
+
+
+def test_the_allreduce_trials_are_tabled_and_charted_side_by_side(tmp_path):
+    allreduce = {"winner": "nccl", "why": "nccl is the fastest correct path (135.0 tok/s, bar 84.0 tok/s)",
+                 "paths": [{"path": "fusion", "passed": False, "median_tok_s": 300.0, "bar_tok_s": 84.0,
+                            "baseline_tok_s": 80.0, "match_rate": 0.1,
+                            "failures": ["correctness: greedy completions match the baseline's 10.0 % < 75.0 %"]},
+                           {"path": "nccl", "passed": True, "median_tok_s": 135.0, "bar_tok_s": 84.0,
+                            "baseline_tok_s": 80.0, "match_rate": 1.0, "failures": []}]}
+    paths = br.write_artifacts(str(tmp_path), "h1", record("20261201T060000Z", 135.0, True, allreduce=allreduce))
+    with open(paths["summary"], encoding="utf-8") as handle:
+        text = handle.read()
+    assert "Chosen: **nccl**" in text
+    assert "| fusion | FAIL | 300.0 | 84.0 | 80.0 | 10.0 | correctness: greedy" in text
+    assert "| nccl (chosen) | pass | 135.0 | 84.0 | 80.0 | 100.0 | - |" in text
+    with open(paths["allreduce_chart"], "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert br.read_history(paths["history"])[-1]["allreduce_path"] == "nccl"
+    with open(paths["run"], encoding="utf-8") as handle:
+        assert [row["path"] for row in json.load(handle)["allreduce"]["paths"]] == ["fusion", "nccl"]

@@ -604,6 +604,59 @@ def test_unknown_flag_exits_2(standin):
     assert run_flags(["--tp-size", "2"]).returncode == 2  # --model-path is required
 
 
+PATHS = {"allreduce_paths": {"nccl": {"tokens_per_s": 100}, "fusion": {"tokens_per_s": 400},
+                              "pcie_ipc": {"tokens_per_s": 300, "wrong_output": True}}}
+
+
+@pytest.mark.parametrize("args,env,path", [
+    (["--tp-size", "2"], {}, "nccl"),
+    (["--tp-size", "2"] + FUSION, {}, "fusion"),
+    (["--tp-size", "1"] + FUSION, {}, "nccl"),  # one rank: nothing to all-reduce, no fusion line either
+    (["--tp-size", "2"], {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, "pcie_ipc"),
+    (["--tp-size", "2"], {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"}, "nccl"),
+    (["--tp-size", "6"], {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, "nccl"),  # world size PCIe IPC does not build
+    (["--tp-size", "2"] + FUSION, {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "true"}, "fusion+pcie_ipc"),
+])
+def test_the_allreduce_path_is_read_from_the_flags_and_environment(standin, args, env, path):
+    server = standin(PATHS, args, env=env).start().wait_ready()
+    status, info, _ = server.request("/server_info")
+    assert status == 200 and info["standin_allreduce_path"] == path
+    note = "sglang STAND-IN: all-reduce path %s (allreduce_paths" % path
+    assert note in server.output()
+
+
+def test_each_path_runs_at_its_own_speed_and_one_can_be_made_wrong(standin):
+    nccl = standin(PATHS, ["--tp-size", "2"]).start()
+    fusion = standin(PATHS, ["--tp-size", "2"] + FUSION).start()
+    ipc = standin(PATHS, ["--tp-size", "2"], env={"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}).start()
+    for server in (nccl, fusion, ipc):
+        server.wait_ready()
+    took = {}
+    for name, server in (("nccl", nccl), ("fusion", fusion)):
+        start = time.monotonic()
+        generate(server, "measure", max_new_tokens=60)
+        took[name] = time.monotonic() - start
+    print("\n60 tokens: nccl %.3f s (100 tok/s set), fusion %.3f s (400 tok/s set)" % (took["nccl"], took["fusion"]))
+    assert took["fusion"] < took["nccl"] / 2
+    right = generate(nccl, "What is 2+2?", max_new_tokens=16)["text"]
+    assert generate(fusion, "What is 2+2?", max_new_tokens=16)["text"] == right
+    assert generate(ipc, "What is 2+2?", max_new_tokens=16)["text"] != right  # wrong_output on that path only
+
+
+@pytest.mark.parametrize("paths,words", [
+    ({"ring": {}}, "unknown path 'ring'"),
+    ({"fusion": {"tokens_per_s": 0}}, "allreduce_paths.fusion.tokens_per_s must be a number > 0"),
+    ({"fusion": {"speed": 5}}, "must be an object with only tokens_per_s, wrong_output"),
+    ({"nccl": {"wrong_output": "yes"}}, "allreduce_paths.nccl.wrong_output must be true or false"),
+    (["fusion"], "allreduce_paths must be an object"),
+])
+def test_bad_allreduce_paths_exit_78(tmp_path, paths, words):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"allreduce_paths": paths}))
+    proc = run_flags(["--model-path", "/m"], env={"SGLANG_STANDIN_CONFIG": str(path)})
+    assert proc.returncode == 78 and words in proc.stderr
+
+
 def test_bad_config_exits_78(standin, tmp_path):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"tokens_per_second": 5}))

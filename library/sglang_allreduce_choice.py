@@ -1,0 +1,128 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible shell around module_utils/allreduce_choice.py (runs on the GPU host)."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_allreduce_choice
+short_description: Choose the all-reduce path the benchmark gate measured fastest and correct, and record it
+version_added: "0.1.0"
+description:
+  - Takes every candidate path's judgement (the benchmark gate's verdict against the host's baseline for a server
+    run on that path) and keeps the fastest path that passed (a tie keeps the one listed first in O(candidates)).
+  - With a winner, writes it atomically to O(choice_file) (root, 0644) with the candidates and every path's
+    figures; sglang_allreduce_paths reads it for C(auto) while the candidates are the same. Without one, removes
+    the file, so the next deploy falls back (fusion where it can run, else nccl) and the gate decides again.
+  - Check and diff mode report what would be written.
+author:
+  - gpufleet sglang maintainers (@gpufleet)
+options:
+  choice_file:
+    description: The choice's file on the host.
+    type: path
+    required: true
+  candidates:
+    description: The paths measured, in sglang_allreduce_paths' order (most ambitious first).
+    type: list
+    elements: str
+    required: true
+  rows:
+    description:
+      - One judgement per candidate, C(path), C(passed), C(median_tok_s), C(bar_tok_s), C(baseline_tok_s),
+        C(match_rate), C(failures) (as the sglang_benchmark_gate module returns them).
+    type: list
+    elements: dict
+    required: true
+notes:
+  - Supports check mode and diff mode.
+"""
+
+EXAMPLES = r"""
+- name: Record the fastest correct path
+  sglang_allreduce_choice:
+    choice_file: /var/lib/sglang/allreduce-choice.json
+    candidates: [fusion, nccl]
+    rows:
+      - {path: fusion, passed: true, median_tok_s: 151.2, bar_tok_s: 105.0, match_rate: 1.0, failures: []}
+      - {path: nccl, passed: true, median_tok_s: 130.4, bar_tok_s: 105.0, match_rate: 1.0, failures: []}
+"""
+
+RETURN = r"""
+winner:
+  description: The path kept, or null when none passed.
+  returned: success
+  type: str
+  sample: fusion
+why:
+  description: One line naming the winner, its figures, the other paths' and why any was rejected.
+  returned: always
+  type: str
+paths:
+  description: Every candidate's judgement, in the candidates' order.
+  returned: success
+  type: list
+  elements: dict
+"""
+
+import datetime
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import allreduce_choice as ac
+from ansible.module_utils import atomic_files
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ac.ChoiceError("cannot read %s: %s" % (path, exc))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            choice_file=dict(type="path", required=True),
+            candidates=dict(type="list", elements="str", required=True),
+            rows=dict(type="list", elements="dict", required=True),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        choice = ac.choose(p["rows"], p["candidates"])
+        old_text = _read(p["choice_file"])
+        text = None
+        if choice["winner"]:
+            at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            text = ac.record(choice, p["candidates"], at)
+    except ac.ChoiceError as exc:
+        module.fail_json(msg="all-reduce choice on %s: %s; nothing written" % (p["choice_file"], exc))
+    changed = text is not None or old_text is not None
+    result = dict(changed=changed, winner=choice["winner"], why=choice["why"], paths=choice["paths"])
+    if module._diff:
+        result["diff"] = {"before": old_text or "", "after": text or "", "before_header": p["choice_file"],
+                          "after_header": p["choice_file"]}
+    if module.check_mode or not changed:
+        module.exit_json(**result)
+    try:
+        if text is None:
+            os.unlink(p["choice_file"])
+        else:
+            directory = os.path.dirname(os.path.abspath(p["choice_file"]))
+            if not os.path.isdir(directory):
+                module.fail_json(msg="all-reduce choice: %s is not a directory; nothing written" % directory)
+            atomic_files.write_atomic(p["choice_file"], text.encode("utf-8"))
+    except OSError as exc:
+        module.fail_json(msg="all-reduce choice: updating %s failed: %s (the old choice is unchanged)"
+                         % (p["choice_file"], exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -149,8 +149,8 @@ def main():
     directory = os.path.dirname(os.path.abspath(p["verdict_file"]))
     if not os.path.isdir(directory):
         module.fail_json(msg="benchmark verdict: %s is not a directory; nothing written" % directory)
-    result = dict(changed=True, reason="verdict recorded: %s" % (p["summary"] or ("passed" if p["passed"] else
-                                                                                   "failed")),
+    outcome = p["summary"] or ("passed" if p["passed"] else "failed")
+    result = dict(changed=True, reason="verdict recorded: %s" % outcome,
                   fingerprint=p["fingerprint"], settings_digest=digest, recorded=gate_verdict.parse(text)[0])
     if module._diff:
         result["diff"] = {"before": old_text or "", "after": text, "before_header": p["verdict_file"],

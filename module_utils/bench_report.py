@@ -131,9 +131,9 @@ def render_paths_png(host, allreduce, path):
     names = [r["path"] + (" *" if r["path"] == allreduce.get("winner") else "") for r in rows]
     heights = [r.get("median_tok_s") or 0 for r in rows]
     bars = ax.bar(names, heights, color=["#2ca02c" if r.get("passed") else "#d62728" for r in rows])
-    for bar, row in zip(bars, rows):
+    for patch, row in zip(bars, rows):
         if not row.get("passed"):
-            bar.set_hatch("//")
+            patch.set_hatch("//")
     bar_line = next((r.get("bar_tok_s") for r in rows if r.get("bar_tok_s") is not None), None)
     if bar_line is not None:
         ax.axhline(bar_line, linestyle="--", color="#7f7f7f", label="required (baseline + margin)")

@@ -39,5 +39,6 @@ def describe(path):
 def fingerprint(paths, extra):
     """SHA-256 hex of the described paths and the extra values."""
     described = [describe(path) for path in paths]
-    parts = [c for c, _ in described] + [t for _, t in described] + [str(value) for value in extra]
+    parts = ([pair[0] for pair in described] + [pair[1] for pair in described]
+             + [str(value) for value in extra])
     return hashlib.sha256(",".join(parts).encode("utf-8")).hexdigest()

@@ -8,6 +8,8 @@
 #                              their output would interleave); ci_lane_wait NAME waits, prints that log, returns
 #                              its status.
 # Every stage line is also appended to $CI_LOGS/stages.txt, which ci_summary prints.
+#   ci_failure_excerpt NAME... the lines that say why each named lane failed (Ansible's fatal/failed results and
+#                              assertion messages, pytest's failures), short: CI keeps only the tail of a long output.
 CI_LOGS=${CI_LOGS:-$PWD/reports/ci}
 export CI_LOGS
 mkdir -p "$CI_LOGS"
@@ -48,4 +50,13 @@ ci_lane_wait() {
 ci_summary() {
   echo "== ci: stages (wall, cpu):"
   sed 's/^== ci: stage /   /' "$CI_LOGS/stages.txt"
+}
+
+ci_failure_excerpt() {
+  local name
+  for name in "$@"; do
+    echo "== ci: why $name failed (excerpt of $CI_LOGS/$name.log):"
+    grep -E -A8 '^fatal: |^failed: |FAILED! =>|^(FAILED|ERROR) |^E  |Error: ' "$CI_LOGS/$name.log" 2>/dev/null \
+      | cut -c1-240 | head -n 24 || true
+  done
 }

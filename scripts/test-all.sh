@@ -68,6 +68,7 @@ if [ "${#skipped[@]}" -gt 0 ]; then
   echo "== ci: not run (what they need failed): ${skipped[*]}"
 fi
 if [ "${#failed[@]}" -gt 0 ]; then
+  ci_failure_excerpt "${failed[@]}"
   echo "== ci: FAILED: ${failed[*]}"
   exit 1
 fi

@@ -67,21 +67,10 @@ paths:
 """
 
 import datetime
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import allreduce_choice as ac
 from ansible.module_utils import atomic_files
-
-
-def _read(path):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ac.ChoiceError("cannot read %s: %s" % (path, exc))
 
 
 def main():
@@ -96,31 +85,22 @@ def main():
     p = module.params
     try:
         choice = ac.choose(p["rows"], p["candidates"])
-        old_text = _read(p["choice_file"])
+        old_text = atomic_files.read_record(p["choice_file"])
         text = None
         if choice["winner"]:
             at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             text = ac.record(choice, p["candidates"], at)
-    except ac.ChoiceError as exc:
+    except (ac.ChoiceError, atomic_files.RecordError) as exc:
         module.fail_json(msg="all-reduce choice on %s: %s; nothing written" % (p["choice_file"], exc))
     changed = text is not None or old_text is not None
     result = dict(changed=changed, winner=choice["winner"], why=choice["why"], paths=choice["paths"])
     if module._diff:
-        result["diff"] = {"before": old_text or "", "after": text or "", "before_header": p["choice_file"],
-                          "after_header": p["choice_file"]}
-    if module.check_mode or not changed:
-        module.exit_json(**result)
-    try:
-        if text is None:
-            os.unlink(p["choice_file"])
-        else:
-            directory = os.path.dirname(os.path.abspath(p["choice_file"]))
-            if not os.path.isdir(directory):
-                module.fail_json(msg="all-reduce choice: %s is not a directory; nothing written" % directory)
-            atomic_files.write_atomic(p["choice_file"], text.encode("utf-8"))
-    except OSError as exc:
-        module.fail_json(msg="all-reduce choice: updating %s failed: %s (the old choice is unchanged)"
-                         % (p["choice_file"], exc))
+        result["diff"] = atomic_files.record_diff(p["choice_file"], old_text, text)
+    if changed and not module.check_mode:
+        try:
+            atomic_files.put_record(p["choice_file"], text)
+        except atomic_files.RecordError as exc:
+            module.fail_json(msg="all-reduce choice: %s" % exc)
     module.exit_json(**result)
 
 

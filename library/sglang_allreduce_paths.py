@@ -205,6 +205,7 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import allreduce_paths as ap
+from ansible.module_utils import atomic_files
 from ansible.module_utils import fusion_patcher
 
 
@@ -213,11 +214,8 @@ def _read_choice(path):
     if not path:
         return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
+        return atomic_files.read_record(path)
+    except atomic_files.RecordError as exc:
         return "unreadable: %s" % exc
 
 

@@ -99,21 +99,10 @@ recorded:
 """
 
 import datetime
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import atomic_files
 from ansible.module_utils import gate_verdict
-
-
-def _read(path):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise gate_verdict.VerdictError("cannot read %s: %s" % (path, exc))
 
 
 def main():
@@ -135,8 +124,8 @@ def main():
     p = module.params
     try:
         digest = gate_verdict.settings_digest(p["settings"])
-        fingerprint = gate_verdict.fingerprint_of(_read(p["config_file"]))
-        old_text = _read(p["verdict_file"])
+        fingerprint = gate_verdict.fingerprint_of(atomic_files.read_record(p["config_file"]))
+        old_text = atomic_files.read_record(p["verdict_file"])
         recorded, problem = gate_verdict.parse(old_text)
         if p["state"] == "query":
             measure, reason = gate_verdict.decide(recorded, problem, fingerprint, digest, p["force"])
@@ -144,23 +133,18 @@ def main():
                              settings_digest=digest, recorded=recorded)
         at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         text = gate_verdict.record(p["fingerprint"], digest, p["passed"], at, p["summary"], p["details"])
-    except gate_verdict.VerdictError as exc:
+    except (gate_verdict.VerdictError, atomic_files.RecordError) as exc:
         module.fail_json(msg="benchmark verdict on %s: %s; nothing written" % (p["verdict_file"], exc))
-    directory = os.path.dirname(os.path.abspath(p["verdict_file"]))
-    if not os.path.isdir(directory):
-        module.fail_json(msg="benchmark verdict: %s is not a directory; nothing written" % directory)
     outcome = p["summary"] or ("passed" if p["passed"] else "failed")
     result = dict(changed=True, reason="verdict recorded: %s" % outcome,
                   fingerprint=p["fingerprint"], settings_digest=digest, recorded=gate_verdict.parse(text)[0])
     if module._diff:
-        result["diff"] = {"before": old_text or "", "after": text, "before_header": p["verdict_file"],
-                          "after_header": p["verdict_file"]}
+        result["diff"] = atomic_files.record_diff(p["verdict_file"], old_text, text)
     if not module.check_mode:
         try:
-            atomic_files.write_atomic(p["verdict_file"], text.encode("utf-8"))
-        except OSError as exc:
-            module.fail_json(msg="benchmark verdict: writing %s failed: %s (the old verdict is unchanged)"
-                             % (p["verdict_file"], exc))
+            atomic_files.put_record(p["verdict_file"], text)
+        except atomic_files.RecordError as exc:
+            module.fail_json(msg="benchmark verdict: %s" % exc)
     module.exit_json(**result)
 
 

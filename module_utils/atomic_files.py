@@ -136,6 +136,41 @@ def replace_all(changes):
         fsync_dir(directory)
 
 
+class RecordError(Exception):
+    """A small record file (a verdict, a choice) that cannot be read or written; the message names it."""
+
+
+def read_record(path):
+    """The record's text, or None when there is none."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError("cannot read %s: %s" % (path, exc))
+
+
+def put_record(path, text):
+    """Write the record atomically, or remove it when ``text`` is None; the old one stays on failure."""
+    try:
+        if text is None:
+            if os.path.lexists(path):
+                os.unlink(path)
+            return
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise RecordError("%s is not a directory" % directory)
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise RecordError("updating %s failed: %s (the old record is unchanged)" % (path, exc))
+
+
+def record_diff(path, before, after):
+    """Ansible's diff of a record (None: no file)."""
+    return {"before": before or "", "after": after or "", "before_header": path, "after_header": path}
+
+
 def invalidate_bytecode(path):
     """Remove cached bytecode of ``path`` for every interpreter tag and optimisation level."""
     directory, name = os.path.split(os.path.abspath(path))

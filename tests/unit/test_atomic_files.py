@@ -85,3 +85,30 @@ def test_read_only_file_is_reported_even_for_root(tmp_path):
     os.chmod(path, 0o644)
     assert af.writable_problem(str(path)) is None
     assert "does not exist" in af.writable_problem(str(tmp_path / "missing.py"))
+
+
+def test_a_record_is_written_read_back_and_removed(tmp_path):
+    record = tmp_path / "verdict.json"
+    assert af.read_record(str(record)) is None
+    af.put_record(str(record), '{"passed": true}\n')
+    assert af.read_record(str(record)) == '{"passed": true}\n'
+    assert oct(record.stat().st_mode & 0o777) == oct(0o644)
+    af.put_record(str(record), None)
+    assert not record.exists()
+    af.put_record(str(record), None)  # nothing to remove is no failure
+    diff = af.record_diff(str(record), None, "new\n")
+    assert diff == {"before": "", "after": "new\n", "before_header": str(record), "after_header": str(record)}
+
+
+def test_record_failures_name_the_file_and_keep_the_old_one(tmp_path):
+    (tmp_path / "a-directory").mkdir()
+    with pytest.raises(af.RecordError, match="cannot read .*a-directory"):
+        af.read_record(str(tmp_path / "a-directory"))
+    (tmp_path / "binary").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(af.RecordError, match="cannot read .*binary"):
+        af.read_record(str(tmp_path / "binary"))
+    with pytest.raises(af.RecordError, match="absent is not a directory"):
+        af.put_record(str(tmp_path / "absent" / "v.json"), "x")
+    with pytest.raises(af.RecordError, match="updating .*a-directory failed.*unchanged"):
+        af.put_record(str(tmp_path / "a-directory"), "x")
+    assert (tmp_path / "a-directory").is_dir()

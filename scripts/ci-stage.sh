@@ -56,7 +56,8 @@ ci_failure_excerpt() {
   local name
   for name in "$@"; do
     echo "== ci: why $name failed (excerpt of $CI_LOGS/$name.log):"
-    grep -E -A8 '^fatal: |^failed: |FAILED! =>|^(FAILED|ERROR) |^E  |Error: ' "$CI_LOGS/$name.log" 2>/dev/null \
-      | cut -c1-240 | head -n 24 || true
+    # molecule frames its lines ("  │ ") and colours them: both taken off first.
+    sed -E $'s/\x1b\\[[0-9;]*m//g; s/^[[:space:]]*\xe2\x94\x82 ?//' "$CI_LOGS/$name.log" 2>/dev/null \
+      | grep -E -A8 '^fatal: |^failed: |FAILED! =>|^(FAILED|ERROR) |^E  |Error: ' | cut -c1-240 | head -n 24 || true
   done
 }

@@ -6,6 +6,13 @@ play changes a host: Ansible itself fails on a bad one only when the play that u
 
 Usable is what `serial` takes: a count of 1 or more, a percentage "N%" with 1 <= N <= 100, or a list of those
 (growing batches, e.g. [1, "25%"]).
+
+The hosts of a rolling play, in inventory order:
+
+    hosts: "{{ groups | sglang_rolling_hosts('sglang_server_restart') }}"
+
+The groups those plays roll over are made by group_by, which adds hosts as their results arrive (whichever host
+finished first); batches then follow inventory order instead, the same on every run.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -41,8 +48,14 @@ def sglang_batches_problem(value, name="serial"):
     return "%s: %s" % (name, "; ".join(problems)) if problems else ""
 
 
+def sglang_rolling_hosts(groups, name):
+    """The hosts of group NAME (none when it was not made) in the order of groups['all']."""
+    members = set(groups.get(name) or [])
+    return [host for host in groups.get("all", []) if host in members]
+
+
 class FilterModule(object):
-    """Batch sizes for `serial`, checked up front."""
+    """Batch sizes for `serial`, checked up front, and the hosts of the rolling plays in inventory order."""
 
     def filters(self):
-        return {"sglang_batches_problem": sglang_batches_problem}
+        return {"sglang_batches_problem": sglang_batches_problem, "sglang_rolling_hosts": sglang_rolling_hosts}

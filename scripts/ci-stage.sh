@@ -9,7 +9,8 @@
 #                              its status.
 # Every stage line is also appended to $CI_LOGS/stages.txt, which ci_summary prints.
 #   ci_failure_excerpt NAME... the lines that say why each named lane failed (Ansible's fatal/failed results and
-#                              assertion messages, pytest's failures), short: CI keeps only the tail of a long output.
+#                              assertion messages, pytest's failures; the last ones, as expected failures come
+#                              earlier), short: CI keeps only the tail of a long output.
 CI_LOGS=${CI_LOGS:-$PWD/reports/ci}
 export CI_LOGS
 mkdir -p "$CI_LOGS"
@@ -56,8 +57,11 @@ ci_failure_excerpt() {
   local name
   for name in "$@"; do
     echo "== ci: why $name failed (excerpt of $CI_LOGS/$name.log):"
-    # molecule frames its lines ("  │ ") and colours them: both taken off first.
+    # molecule frames its lines ("  │ ") and colours them: both taken off first. An Ansible failure is printed
+    # up to its blank line (8 lines at most), pytest's failure lines one by one.
     sed -E $'s/\x1b\\[[0-9;]*m//g; s/^[[:space:]]*\xe2\x94\x82 ?//' "$CI_LOGS/$name.log" 2>/dev/null \
-      | grep -E -A8 '^fatal: |^failed: |FAILED! =>|^(FAILED|ERROR) |^E  |Error: ' | cut -c1-240 | head -n 24 || true
+      | awk '/^(fatal|failed): / { left = 8 } /^(FAILED|ERROR) |^E   / { print; next }
+             left > 0 { if ($0 == "") left = 0; else { print; left-- } }' \
+      | cut -c1-240 | tail -n 24 || true
   done
 }

@@ -31,3 +31,10 @@ def test_what_serial_takes_is_accepted(value):
 def test_anything_else_is_named(value, words):
     problem = sglang_batches.sglang_batches_problem(value, "deploy_serial")
     assert problem.startswith("deploy_serial: ") and words in problem, problem
+
+
+def test_rolling_plays_take_their_hosts_in_inventory_order():
+    # group_by filled the group as results arrived: gpu3 finished first.
+    groups = {"all": ["gpu1", "gpu2", "gpu3", "other"], "sglang_server_restart": ["gpu3", "gpu1"]}
+    assert sglang_batches.sglang_rolling_hosts(groups, "sglang_server_restart") == ["gpu1", "gpu3"]
+    assert sglang_batches.sglang_rolling_hosts(groups, "sglang_benchmark_failed") == []

@@ -19,6 +19,8 @@ description:
     absent at save time, and points the symlink back. The fusion patch state is for the caller to restore (the
     sglang_fusion_patch module, from the returned I(link.patched)). Refused, with nothing touched, when the saved
     venv is gone.
+  - C(state=query) says whether I(dir) holds a saved state (I(exists)), when it was saved and its link; it changes
+    nothing. A folder that holds something else than a saved state is refused.
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:
@@ -27,9 +29,9 @@ options:
     type: path
     required: true
   state:
-    description: C(saved) records the host, C(restored) puts the record back.
+    description: C(saved) records the host, C(restored) puts the record back, C(query) reads what is recorded.
     type: str
-    choices: [saved, restored]
+    choices: [saved, restored, query]
     default: saved
   files:
     description: Absolute paths to save (state=saved); a missing one is recorded as absent.
@@ -65,6 +67,12 @@ EXAMPLES = r"""
     dir: /var/lib/sglang/known-good
     state: restored
   register: restored
+
+- name: Is there a known-good state to go back to?
+  sglang_server_state:
+    dir: /var/lib/sglang/known-good
+    state: query
+  register: known_good   # known_good.exists, .saved_at, .link
 """
 
 RETURN = r"""
@@ -74,7 +82,8 @@ saved:
   type: list
   elements: str
 link:
-  description: The recorded symlink, its target venv and whether that venv carried the fusion patch.
+  description: The recorded symlink, its target venv and whether that venv carried the fusion patch (null when
+    nothing is saved).
   returned: always
   type: dict
   sample: {"path": "/opt/sglang/current", "target": "/opt/sglang/venvs/lab-a-1234", "patched": true}
@@ -84,9 +93,13 @@ actions:
   type: list
   elements: dict
 saved_at:
-  description: When the restored state was saved (ISO 8601, UTC).
-  returned: state=restored
+  description: When the restored (or queried) state was saved (ISO 8601, UTC); null when none is.
+  returned: state=restored or state=query
   type: str
+exists:
+  description: Whether I(dir) holds a saved state.
+  returned: state=query
+  type: bool
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -97,7 +110,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             dir=dict(type="path", required=True),
-            state=dict(type="str", choices=["saved", "restored"], default="saved"),
+            state=dict(type="str", choices=["saved", "restored", "query"], default="saved"),
             files=dict(type="list", elements="path", default=[]),
             globs=dict(type="list", elements="str", default=[]),
             link=dict(type="path"),
@@ -113,6 +126,8 @@ def main():
             files = server_state.expand(params["files"], params["globs"])
             result = server_state.save(params["dir"], files, params["link"], params["hold"], module.check_mode)
             paths = result["saved"]
+        elif params["state"] == "query":
+            module.exit_json(**server_state.query(params["dir"]))
         else:
             result = server_state.restore(params["dir"], module.check_mode)
             paths = [action["path"] for action in result["actions"]]

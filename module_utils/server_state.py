@@ -68,6 +68,14 @@ def load(folder):
     return state
 
 
+def query(folder):
+    """{changed, exists, saved_at, link}: whether FOLDER holds a saved state, and which (nothing is touched)."""
+    state = load(folder)
+    if state is None:
+        return {"changed": False, "exists": False, "saved_at": None, "link": None}
+    return {"changed": False, "exists": True, "saved_at": state.get("saved_at"), "link": state.get("link")}
+
+
 def same(old, files, link):
     """Whether the saved state OLD already is what a save of FILES and LINK would write."""
     if old is None or sorted(old["files"]) != sorted(files):

@@ -134,3 +134,16 @@ def test_patch_state_path_is_the_patchers_and_the_layouts():
     with open(layout, encoding="utf-8") as handle:
         assert yaml.safe_load(handle)["sglang_layout_fusion_state"] == server_state.PATCH_STATE
     assert server_state.PATCH_STATE.startswith(fusion_patcher.STATE_DIR_NAME + os.sep)
+
+
+def test_query_says_whether_a_state_is_saved_and_touches_nothing(host, capsys):
+    folder = str(host / "known-good")
+    assert server_state.query(folder) == {"changed": False, "exists": False, "saved_at": None, "link": None}
+    saved = save(capsys, host)
+    found = server_state.query(folder)
+    assert found["exists"] and found["link"]["target"] == str(host / "venv-a") and found["link"]["patched"]
+    assert found["saved_at"] and found["changed"] is False
+    assert server_state.query(folder) == found and saved["changed"]
+    (host / "known-good" / "state.json").write_text("not json")
+    with pytest.raises(server_state.StateError, match="is not a saved state"):
+        server_state.query(folder)

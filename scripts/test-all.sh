@@ -7,6 +7,8 @@
 #   3. as soon as each has what it needs: molecule default and drift (the lab; each on its own hosts, lab-gpu* and
 #      drift-gpu*, default's collection built in folders of its own), pytest (the client venv; pytest-xdist, one test
 #      file per worker)
+# molecule default is the longest lane and mostly waits on its hosts; the CPU-bound lanes (checks, pytest) run at a
+# lower priority (nice 10) so its tasks are not queued behind them (both still finish well before it).
 # Every lane runs to its end even when another failed; each lane's output is printed whole when it ends, and the
 # stage lines (wall and CPU seconds) again at the end. CI_PYTEST_WORKERS sets pytest's workers (0: no xdist).
 set -euo pipefail
@@ -32,15 +34,15 @@ molecule_test() {
 pytest_run() {
   local workers=${CI_PYTEST_WORKERS:-2}
   if [ "$workers" -gt 0 ]; then
-    python -m pytest -n "$workers" --dist loadfile --durations=15
+    nice -n 10 python -m pytest -n "$workers" --dist loadfile --durations=15
   else
-    python -m pytest --durations=15
+    nice -n 10 python -m pytest --durations=15
   fi
 }
 
 ci_lane prep-lab lab_prep
 ci_lane prep-bench-client ./scripts/bench-client.sh
-ci_lane checks ./scripts/checks.sh
+ci_lane checks nice -n 10 ./scripts/checks.sh
 
 failed=()
 skipped=()

@@ -136,3 +136,14 @@ def test_without_the_warm_path_the_client_runs_in_its_own_process_and_says_why(l
     assert long_path[0]["rc"] == 0 and "longer than 100 bytes" in how
     not_asked, how = measure(lab, idle_s=0)
     assert not_asked[0]["rc"] == 0 and how == "a process of its own" and warm_pids(lab) == []
+
+
+def test_a_changed_client_gets_a_warm_process_of_its_own(lab, monkeypatch):
+    monkeypatch.syspath_prepend(str(lab / "pkg"))  # where the runner looks for the client's file
+    before, _ = measure(lab)
+    with open(lab / "pkg" / "warm_fake.py", "a", encoding="utf-8") as handle:
+        handle.write("# a new release of the client\n")
+    after, how = measure(lab)
+    assert how == "the warm client" and after[0]["rc"] == 0
+    assert before[0]["result"]["imported_in"] != after[0]["result"]["imported_in"]
+    assert len(warm_pids(lab)) == 2

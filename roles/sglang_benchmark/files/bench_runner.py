@@ -48,6 +48,18 @@ def client_module():
     raise SystemExit("bench_runner: sglang in %s has neither %s" % (root, " nor ".join(CLIENT_MODULES)))
 
 
+def client_file(module):
+    """[the client module's source file] when it can be found without importing its package, else []."""
+    parts = module.split(".")
+    spec = importlib.util.find_spec(parts[0])
+    if spec is None:
+        return []
+    if len(parts) == 1:
+        return [spec.origin] if spec.origin and os.path.exists(spec.origin) else []
+    path = os.path.join(list(spec.submodule_search_locations or [""])[0], *parts[1:]) + ".py"
+    return [path] if os.path.exists(path) else []
+
+
 def sglang_version():
     try:
         from importlib import metadata  # pylint: disable=import-outside-toplevel
@@ -203,9 +215,12 @@ def run_plan(settings, module, plan, env, timeout):
             how += " (no warm client here: %s)" % exc
         else:
             spawn = [sys.executable, os.path.abspath(__file__), "--warm-client", module, str(int(warm["idle_s"]))]
+            # What the warm process imported must be what this measurement would import: another Python, client
+            # release, client file or runner gets a warm process of its own.
+            identity = [sys.executable, module, str(sglang_version())]
+            code = [os.path.abspath(__file__), warm_client.__file__] + client_file(module)
             try:
-                path = warm_client.socket_path(warm["dir"], sys.executable, module, env,
-                                               [os.path.abspath(__file__), warm_client.__file__])
+                path = warm_client.socket_path(warm["dir"], identity, env, code)
                 return warm_client.run(path, spawn, plan, env, timeout), "the warm client"
             except warm_client.Unavailable as exc:
                 how += " (the warm client could not run it: %s)" % exc

@@ -35,9 +35,11 @@ class Unavailable(Exception):
     """The warm path cannot run this measurement; the message says why."""
 
 
-def socket_path(directory, python, module, env, code_files):
+def socket_path(directory, identity, env, code_files):
+    """The socket of the warm process for IDENTITY (strings: the Python, the client module, its release), the
+    import-time part of ENV and the contents of CODE_FILES."""
     digest = hashlib.sha256()
-    for part in [python, module] + sorted("%s=%s" % kv for kv in env.items() if kv[0].startswith(IMPORT_ENV_PREFIXES)):
+    for part in list(identity) + sorted("%s=%s" % kv for kv in env.items() if kv[0].startswith(IMPORT_ENV_PREFIXES)):
         digest.update(part.encode() + b"\0")
     for name in code_files:
         with open(name, "rb") as handle:

@@ -163,7 +163,7 @@ def serve(path, module, idle_s, run_plan):
         if children:
             last = time.monotonic()
         try:
-            conn, _ = server.accept()
+            conn = server.accept()[0]
         except socket.timeout:
             if children or time.monotonic() - last < idle_s:
                 continue
@@ -185,7 +185,7 @@ def _leave(server, path):
             return False, None
         server.setblocking(False)
         try:
-            conn, _ = server.accept()  # connected under the lock before we took it
+            conn = server.accept()[0]  # connected under the lock before we took it
         except BlockingIOError:
             server.close()
             with contextlib.suppress(FileNotFoundError):

@@ -3,12 +3,12 @@
 measured at once, pay that import once instead of once each.
 
 The warm process listens on a Unix socket in a directory of the caller's (the client venv), named after what
-shapes the import (the Python, the runner's code, the client module, the environment an import reads), so a
-changed client or runner never reuses an old one. It leaves when it has been idle for idle_s with no measurement
-running. Each child takes the caller's environment (the API key too: sent over the socket, never written down) and
-working directory, runs the plan and says when it is done. When the warm path cannot be used (a socket path too
-long, a process that will not start or import), the caller is told why and runs the client in a process of its
-own, as without it. Standard library only, like bench_runner.py.
+shapes the import (the Python, the client's release and file, the runner's code, the environment an import reads),
+so a changed client or runner never reuses an old one. It leaves when it has been idle for idle_s with no
+measurement running. Each child takes the caller's environment (the API key too: sent over the socket, never
+written down) and working directory, runs the plan and says when it is done. When the warm path cannot be used (a
+process that will not start or import), the caller is told why and runs the client in a process of its own, as
+without it. Standard library only, like bench_runner.py.
 """
 import contextlib
 import fcntl
@@ -21,7 +21,6 @@ import socket
 import subprocess
 import time
 
-SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux (104 on the BSDs)
 LOCK_NAME = "warm-client.lock"
 START_TIMEOUT_S = 300  # the first import, on a loaded controller
 POLL_S = 1.0
@@ -44,16 +43,27 @@ def socket_path(directory, identity, env, code_files):
     for name in code_files:
         with open(name, "rb") as handle:
             digest.update(handle.read())
-    path = os.path.join(directory, "warm-client-%s.sock" % digest.hexdigest()[:12])
-    if len(path.encode()) > SOCKET_PATH_MAX:
-        raise Unavailable("its socket path %s is longer than %d bytes" % (path, SOCKET_PATH_MAX))
-    return path
+    return os.path.join(directory, "warm-client-%s.sock" % digest.hexdigest()[:12])
+
+
+@contextlib.contextmanager
+def _in_dir(path):
+    """In PATH's directory for a moment, so the socket is bound and reached by its bare name: a full path can be
+    longer than the 108 bytes an AF_UNIX address holds."""
+    before = os.open(".", os.O_RDONLY)
+    try:
+        os.chdir(os.path.dirname(path))
+        yield os.path.basename(path)
+    finally:
+        os.fchdir(before)
+        os.close(before)
 
 
 def _connect(path):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(path)
+        with _in_dir(path) as name:
+            sock.connect(name)
         return sock
     except OSError:
         sock.close()
@@ -153,7 +163,8 @@ def serve(path, module, idle_s, run_plan):
     importlib.import_module(module)  # what every child shares
     os.umask(0o077)  # the socket: this user only
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
+    with _in_dir(path) as name:
+        server.bind(name)
     os.chmod(path, 0o600)
     server.listen(64)
     server.settimeout(POLL_S)

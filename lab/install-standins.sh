@@ -30,7 +30,6 @@ printf 'SGLANG_STANDIN_CLI_ARGS=/opt/sglang-standin\nSGLANG_STANDIN_CONFIG=/etc/
   > "$stage/etc/sglang-standin/standin.env"
 chmod -R u=rwX,go=rX "$stage/etc/sglang-standin"
 chmod -R u=rwX,go=rX "$stage/etc/fusion-canary-replay"
-tar -C "$stage" --owner=0 --group=0 --numeric-owner -c opt/sglang-standin srv/models etc/sglang-standin \
-  etc/fusion-canary-replay usr/local/bin/fusion-canary-replay |
-  podman cp - "$host:/"
+lab_copy_in "$host" "$stage" opt/sglang-standin srv/models etc/sglang-standin etc/fusion-canary-replay \
+  usr/local/bin/fusion-canary-replay
 echo "lab: $host has the SGLang stand-in server and stand-in models"

@@ -31,6 +31,20 @@ export LAB_HOSTS="${LAB_HOSTS:-lab-gpu1:2221:${LAB_GPU1_PROFILE:-rtxpro6000-8x-p
 # ssh to a lab host (containers get new host keys on every start: nothing to pin).
 LAB_SSH_OPTS=(-i "$LAB_SSH_KEY" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
               -o LogLevel=ERROR -o BatchMode=yes -o ConnectTimeout=5 -o IdentitiesOnly=yes)
+# Copies PATH... of STAGE into HOST's / as root (only those paths: no directory above them changes). podman cp from a
+# pipe now and then fails while the machine is busy ("passing bulk input to subprocess: write |1: broken pipe"):
+# the archive is made and sent again, three tries in all.
+lab_copy_in() {  # lab_copy_in HOST STAGE PATH...
+  local host=$1 stage=$2 try
+  shift 2
+  for try in 1 2 3; do
+    tar -C "$stage" --owner=0 --group=0 --numeric-owner -c "$@" | podman cp - "$host:/" && return 0
+    echo "lab: copying $* into $host failed (try $try of 3)" >&2
+    sleep 2
+  done
+  return 1
+}
+
 lab_ssh() {  # lab_ssh PORT [COMMAND...]
   local port=$1; shift
   ssh "${LAB_SSH_OPTS[@]}" -p "$port" root@127.0.0.1 "$@"

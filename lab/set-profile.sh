@@ -31,7 +31,5 @@ echo "$profile" > "$stage/etc/nvidia-smi-standin/lab-profile"   # the name, for 
 if [ "$status" = running ]; then
   podman exec "$host" rm -rf /etc/nvidia-smi-standin
 fi
-# Only these paths go in the archive, so no directory above them has its mode or owner changed.
-tar -C "$stage" --owner=0 --group=0 --numeric-owner -c usr/local/bin/nvidia-smi etc/nvidia-smi-standin |
-  podman cp - "$host:/"
+lab_copy_in "$host" "$stage" usr/local/bin/nvidia-smi etc/nvidia-smi-standin
 echo "lab: $host has GPU profile $profile"

@@ -30,8 +30,7 @@ install -d "$stage/etc/ssl/certs"
 install -m 0644 "$LAB_CA_BUNDLE" "$stage/etc/ssl/certs/lab-host-ca-bundle.crt"
 install -m 0644 "$LAB_CA_BUNDLE" "$stage/etc/ssl/certs/ca-certificates.crt"
 copy_base_files() {
-  tar -C "$stage" --owner=0 --group=0 --numeric-owner -c root/.ssh \
-    etc/ssl/certs/lab-host-ca-bundle.crt etc/ssl/certs/ca-certificates.crt | podman cp - "$1:/"
+  lab_copy_in "$1" "$stage" root/.ssh etc/ssl/certs/lab-host-ca-bundle.crt etc/ssl/certs/ca-certificates.crt
 }
 
 # Wheels for offline installs and a real nvcc (lab/fill-wheelhouse.sh; fast when cached), read-only in every host.

@@ -10,7 +10,8 @@ stamp="$venv/.lock.sha256"
 want=$(sha256sum "$lock" | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --no-deps -r "$lock"
+  # --no-compile: Python compiles what the client imports when it first imports it, not all of torch up front.
+  "$venv/bin/python" -m pip install -q --no-deps --no-compile -r "$lock"
   echo "$want" > "$stamp"
 fi
 echo "bench client: $venv ($("$venv/bin/python" -c 'import importlib.metadata as m; print("sglang", m.version("sglang"))'))"

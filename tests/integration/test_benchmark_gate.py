@@ -25,8 +25,9 @@ MARGIN_PCT = 5.0
 NUM_PROMPTS = 3
 
 
-def measure(tmp_path, config, args=SPEC, repeats=3):
-    """Starts a stand-in with `config`, measures it with the real client through bench_runner.py."""
+def measure(tmp_path, config, args=SPEC, repeats=3, warm=True):
+    """Starts a stand-in with `config`, measures it with the real client through bench_runner.py (in the warm
+    client, as the role's controller client does, unless `warm` is off)."""
     if not os.path.exists(CLIENT_PYTHON):
         pytest.fail("no benchmark client venv at %s: run scripts/bench-client.sh" % CLIENT_VENV)
     server = Standin(tmp_path, dict({"startup_delay_s": 0, "health_check_s": 0, "access_log": False}, **config),
@@ -37,7 +38,8 @@ def measure(tmp_path, config, args=SPEC, repeats=3):
                     "output_len": 48, "num_prompts": NUM_PROMPTS, "seed": 3, "repeats": repeats,
                     "warmup_requests": 1, "concurrencies": [1], "gate_concurrency": 1, "correctness": True,
                     "prompts": ["The capital of France is", "List three colours."], "correctness_max_new_tokens": 16,
-                    "request_timeout_s": 60, "run_timeout_s": 300}
+                    "request_timeout_s": 60, "run_timeout_s": 300,
+                    "warm_client": {"dir": os.path.realpath(CLIENT_VENV), "idle_s": 60 if warm else 0}}
         proc = subprocess.run([CLIENT_PYTHON, RUNNER, json.dumps(settings)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=900, check=False,
                               env=dict(os.environ, NO_PROXY="127.0.0.1", no_proxy="127.0.0.1"))
@@ -58,7 +60,8 @@ def verdict(measurement, reference):
 def reference(tmp_path_factory):
     """The A/B baseline: the same server without speculation, measured and kept (throughput + completions)."""
     measured = measure(tmp_path_factory.mktemp("plain"), {"tokens_per_s": 130, "plain_tokens_per_s": BASELINE_TOK_S},
-                       args=[])
+                       args=[], warm=False)
+    assert measured["client"]["ran_in"] == "a process of its own"
     summary = bg.summarize(measured["runs"], NUM_PROMPTS)
     assert summary[1]["counted"] == 3, summary
     return {"median": summary[1]["median_output_tok_s"], "completions": measured["completions"]}
@@ -75,6 +78,7 @@ def test_faster_than_the_baseline_passes(tmp_path, reference):
     assert result["passed"], message
     assert summary[1]["accept_length"] == pytest.approx(2.0, abs=0.2)
     assert measured["client"]["module"] == "sglang.benchmark.serving"
+    assert measured["client"]["ran_in"] == "the warm client"
 
 
 def test_slower_than_the_baseline_fails_with_every_number(tmp_path, reference):

@@ -9,11 +9,16 @@ package that holds the client, nothing else of ours (stdlib only). Steps:
      before 0.5.15.post1) on the offline `random-ids` dataset with the local tokenizer, fixed lengths, explicit
      seed; each run's JSON result line is read from its own --output-file (the client appends).
      All runs of one measurement execute the client's own `__main__` in one child process, one after the other
-     (runpy, as `python -m` does), so its import of torch is paid once per measurement, not once per run.
+     (runpy, as `python -m` does), so its import of torch is paid once per measurement, not once per run; with
+     settings "warm_client" (the controller's client) that child is forked from a process that imported the
+     client already (warm_client.py), so the import is paid once per warm period, not once per measurement.
 The gate itself (which runs count, the verdict) is on the controller: module_utils/bench_gate.py.
 
     bench_runner.py SETTINGS_JSON        (the settings themselves, or a file holding them)
     bench_runner.py --client-runs FILE   (internal: the child that runs the client for each run in FILE)
+    bench_runner.py --warm-client MODULE IDLE_S SOCKET
+                                         (internal: the warm client, warm_client.py; settings "warm_client":
+                                          {"dir": D, "idle_s": N} use it, on the controller)
 """
 import contextlib
 import importlib.util
@@ -41,6 +46,18 @@ def client_module():
         if os.path.exists(os.path.join(root, *name.split(".")[1:]) + ".py"):
             return name
     raise SystemExit("bench_runner: sglang in %s has neither %s" % (root, " nor ".join(CLIENT_MODULES)))
+
+
+def client_file(module):
+    """[the client module's source file] when it can be found without importing its package, else []."""
+    parts = module.split(".")
+    spec = importlib.util.find_spec(parts[0])
+    if spec is None:
+        return []
+    if len(parts) == 1:
+        return [spec.origin] if spec.origin and os.path.exists(spec.origin) else []
+    path = os.path.join(list(spec.submodule_search_locations or [""])[0], *parts[1:]) + ".py"
+    return [path] if os.path.exists(path) else []
 
 
 def sglang_version():
@@ -153,8 +170,10 @@ def run_record(concurrency, repeat, output, log, status):
     return run
 
 
-def measure_runs(settings, module, workdir, env):
-    """Every run of the measurement in one child process; the records in order."""
+def measure_runs(settings, module, workdir, env, client=None):
+    """Every run of the measurement in one child process; the records in order. CLIENT (a dict) is told how the
+    client ran: in the warm client (warm_client.py) when the settings ask for it and it can, else in a process of
+    its own."""
     runs = []
     for concurrency in settings["concurrencies"]:
         for repeat in range(1, settings["repeats"] + 1):
@@ -166,15 +185,51 @@ def measure_runs(settings, module, workdir, env):
     with open(plan, "w", encoding="utf-8") as handle:
         json.dump({"module": module, "runs": runs}, handle)
     timeout = settings["run_timeout_s"] * max(len(runs), 1)
-    try:
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--client-runs", plan], env=env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
+    outcome, how = run_plan(settings, module, plan, env, timeout)
+    if client is not None:
+        client["ran_in"] = how
+    if outcome == "timed out":
         for run in runs:
             if not os.path.exists(run["status"]):
                 with open(run["status"], "w", encoding="utf-8") as handle:
                     json.dump({"rc": None, "wall_s": None, "why": "timed out after %ss" % timeout}, handle)
     return [run_record(r["concurrency"], r["repeat"], r["output"], r["log"], r["status"]) for r in runs]
+
+
+def _warm_client():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warm_client.py")
+    spec = importlib.util.spec_from_file_location("warm_client", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_plan(settings, module, plan, env, timeout):
+    """Runs the plan's client runs: ('done' | 'timed out' | 'ended', where they ran)."""
+    warm = settings.get("warm_client") or {}
+    how = "a process of its own"
+    if warm.get("dir") and int(warm.get("idle_s") or 0) > 0:
+        try:
+            warm_client = _warm_client()
+        except (OSError, ImportError) as exc:
+            how += " (no warm client here: %s)" % exc
+        else:
+            spawn = [sys.executable, os.path.abspath(__file__), "--warm-client", module, str(int(warm["idle_s"]))]
+            # What the warm process imported must be what this measurement would import: another Python, client
+            # release, client file or runner gets a warm process of its own.
+            identity = [sys.executable, module, str(sglang_version())]
+            code = [os.path.abspath(__file__), warm_client.__file__] + client_file(module)
+            try:
+                path = warm_client.socket_path(warm["dir"], identity, env, code)
+                return warm_client.run(path, spawn, plan, env, timeout), "the warm client"
+            except warm_client.Unavailable as exc:
+                how += " (the warm client could not run it: %s)" % exc
+    try:
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--client-runs", plan], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return "timed out", how
+    return "done", how
 
 
 def server_info(base_url, api_key, timeout):
@@ -214,7 +269,7 @@ def main(arg):
               "runs": []}
     warm_up(settings, api_key)
     with tempfile.TemporaryDirectory(prefix="sglang-bench-") as workdir:
-        report["runs"] = measure_runs(settings, module, workdir, env)
+        report["runs"] = measure_runs(settings, module, workdir, env, report["client"])
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")
 
@@ -222,6 +277,8 @@ def main(arg):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--client-runs":
         client_runs(sys.argv[2])
+    elif len(sys.argv) == 5 and sys.argv[1] == "--warm-client":
+        _warm_client().serve(sys.argv[4], sys.argv[2], float(sys.argv[3]), client_runs)
     elif len(sys.argv) == 2:
         main(sys.argv[1])
     else:

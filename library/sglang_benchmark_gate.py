@@ -226,7 +226,8 @@ def main():
             want = bench_gate.comparable_settings(measurement["settings"])
             if baseline.get("settings") != want:
                 raise bench_gate.GateInputError(
-                    "the baseline in %s was measured with other settings (%s), this run with %s: record it again"
+                    "the baseline in %s was measured with other settings (%s), this run with %s: record it again "
+                    "(remove that file: the next deploy measures a new baseline, two more restarts)"
                     % (p["baseline_file"], baseline.get("settings"), want))
         correctness = None
         if p["correctness"]:

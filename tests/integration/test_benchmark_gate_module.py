@@ -46,6 +46,7 @@ def test_wrong_completions_fail_and_other_settings_are_refused(tmp_path):
     assert not wrong["passed"] and wrong["failures"][0].startswith("correctness"), wrong
     other = gate(tmp_path, measurement(300.0, output_len=64), baseline_mode="static", baseline_tok_s=82.0)
     assert other["failed"] and "measured with other settings" in other["msg"], other
+    assert "remove that file: the next deploy measures a new baseline" in other["msg"]
 
 
 def test_no_baseline_is_an_error_not_a_pass(tmp_path):

@@ -35,29 +35,31 @@ import urllib.request
 CLIENT_MODULES = ("sglang.benchmark.serving", "sglang.bench_serving")
 
 
+def module_source(name):
+    """NAME's source file, found without importing the package that holds it (sglang's imports torch); None when
+    there is none."""
+    parts = name.split(".")
+    spec = importlib.util.find_spec(parts[0])
+    if spec is None:
+        return None
+    if len(parts) == 1:
+        path = spec.origin
+    else:
+        path = os.path.join(list(spec.submodule_search_locations or [""])[0], *parts[1:]) + ".py"
+    return path if path and os.path.exists(path) else None
+
+
 def client_module():
     """The client module the installed sglang has, found without importing sglang (that imports torch)."""
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("bench_runner: no sglang package in %s: the benchmark client venv must hold it"
                          % sys.executable)
-    root = list(spec.submodule_search_locations)[0]
     for name in CLIENT_MODULES:
-        if os.path.exists(os.path.join(root, *name.split(".")[1:]) + ".py"):
+        if module_source(name):
             return name
-    raise SystemExit("bench_runner: sglang in %s has neither %s" % (root, " nor ".join(CLIENT_MODULES)))
-
-
-def client_file(module):
-    """[the client module's source file] when it can be found without importing its package, else []."""
-    parts = module.split(".")
-    spec = importlib.util.find_spec(parts[0])
-    if spec is None:
-        return []
-    if len(parts) == 1:
-        return [spec.origin] if spec.origin and os.path.exists(spec.origin) else []
-    path = os.path.join(list(spec.submodule_search_locations or [""])[0], *parts[1:]) + ".py"
-    return [path] if os.path.exists(path) else []
+    raise SystemExit("bench_runner: sglang in %s has neither %s"
+                     % (list(spec.submodule_search_locations)[0], " nor ".join(CLIENT_MODULES)))
 
 
 def sglang_version():
@@ -218,7 +220,8 @@ def run_plan(settings, module, plan, env, timeout):
             # What the warm process imported must be what this measurement would import: another Python, client
             # release, client file or runner gets a warm process of its own.
             identity = [sys.executable, module, str(sglang_version())]
-            code = [os.path.abspath(__file__), warm_client.__file__] + client_file(module)
+            source = module_source(module)
+            code = [os.path.abspath(__file__), warm_client.__file__] + ([source] if source else [])
             try:
                 path = warm_client.socket_path(warm["dir"], identity, env, code)
                 return warm_client.run(path, spawn, plan, env, timeout), "the warm client"

@@ -70,7 +70,9 @@ options:
     description: The model's hidden size; read from C(model_path)/config.json when not given.
     type: int
   model_path:
-    description: Local model directory whose config.json gives C(hidden_size) (top level or C(text_config)).
+    description:
+      - Local model directory whose config.json gives C(hidden_size) (top level or C(text_config)).
+      - A directory without config.json (a model not copied yet) leaves the hidden size unknown.
     type: path
   autotune_dir:
     description: Persistent C(FLASHINFER_AUTOTUNE_DIR) for the PCIe IPC tactics. Without one, pcie_ipc is refused (every start would re-tune).
@@ -141,6 +143,10 @@ changed:
   description: Always false.
   returned: always
   type: bool
+venv_exists:
+  description: Whether C(venv)/bin/python exists. When it does not (a dry run before the install), nothing else is read.
+  returned: always
+  type: bool
 requested:
   description: The path asked for.
   returned: always
@@ -203,6 +209,8 @@ msg:
   type: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import allreduce_paths as ap
 from ansible.module_utils import atomic_files
@@ -230,7 +238,8 @@ def run(params):
         "cuda_graph_max_bs", "hidden_size", "autotune_dir", "environment", "pcie_ipc_exclusive",
         "fusion_unavailable", "pcie_ipc_unavailable"))
     try:
-        if setup["hidden_size"] is None and params["model_path"]:
+        if setup["hidden_size"] is None and params["model_path"] \
+                and os.path.exists(os.path.join(params["model_path"], "config.json")):
             setup["hidden_size"] = ap.hidden_size_from_config(params["model_path"])
         if setup["autotune_dir"] and params["service_user"]:
             setup["autotune_dir_problem"] = ap.writable_problem(setup["autotune_dir"], params["service_user"])
@@ -269,12 +278,14 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    if not os.path.exists(os.path.join(params["venv"], "bin", "python")):
+        module.exit_json(changed=False, venv_exists=False, msg="%s/bin/python does not exist" % params["venv"])
     result, failure = run(params)
     if failure:  # reported outside the except clause: a refusal is an answer, not a traceback
         module.fail_json(changed=False, requested=params["path"], **failure)
     result["msg"] = "%s: %s (%s); runnable here: %s" % (
         result["requested"], result["path"], result["why"], ", ".join(result["candidates"]))
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, venv_exists=True, **result)
 
 
 if __name__ == "__main__":

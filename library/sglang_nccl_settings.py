@@ -77,7 +77,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-profile: {description: The profile used., returned: always, type: str}
+venv_exists:
+  description: Whether I(venv)/bin/python exists. When it does not (a dry run before the install), nothing is read or written.
+  returned: always
+  type: bool
+profile: {description: The profile used., returned: success, type: str}
 settings:
   description: The effective settings, each with its value and reason.
   returned: always
@@ -119,13 +123,15 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    if not os.path.exists(os.path.join(p["venv"], "bin", "python")):
+        module.exit_json(changed=False, venv_exists=False, msg="%s/bin/python does not exist" % p["venv"])
     try:
         if p["state"] == "absent":
             paths = nccl_tuner.removal(p["venv"], p["env_file"], p["hook_name"])
             if paths and not module.check_mode:
                 for path in paths:
                     os.unlink(path)
-            module.exit_json(changed=bool(paths), removed=paths)
+            module.exit_json(changed=bool(paths), removed=paths, venv_exists=True)
         result, changes = nccl_tuner.plan(p["venv"], p["profile"], p["gpu_facts"], p["settings"],
                                           p["release_policy"], p["env_file"], p["hook_name"])
     except nccl_tuner.Refused as exc:
@@ -151,6 +157,7 @@ def main():
             module.fail_json(msg="NCCL settings: could not write %s: %s" % (directory, exc), **result)
     result["changed"] = bool(changes or wrong_modes)
     result["modes_fixed"] = wrong_modes
+    result["venv_exists"] = True
     if module._diff:
         result["diff"] = nccl_tuner.diff_entries(changes) + [
             {"before_header": path, "after_header": path, "before": "mode/owner as found\n",

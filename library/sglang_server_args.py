@@ -65,7 +65,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-sglang_version: {description: The sglang version read from the venv's metadata., returned: always, type: str}
+venv_exists:
+  description: Whether I(venv)/bin/python exists. When it does not (a dry run before the install), I(argv) comes back unchecked.
+  returned: always
+  type: bool
+sglang_version: {description: The sglang version read from the venv's metadata., returned: when the venv exists, type: str}
 flags_known: {description: How many flags (aliases included) that SGLang declares., returned: success, type: int}
 parsed:
   description: Destination name -> value, as argparse would store it (numbers converted, lists for multi-value flags).
@@ -122,6 +126,9 @@ def main():
     if unsafe:
         module.fail_json(msg="command line refused before it reaches the unit: %s" % "; ".join(unsafe),
                          errors=unsafe)
+    if not os.path.exists(os.path.join(p["venv"], "bin", "python")):
+        module.exit_json(changed=False, venv_exists=False, argv=p["argv"],
+                         msg="%s/bin/python does not exist: the flags are not checked" % p["venv"])
     candidates = [p["site_packages"]] if p["site_packages"] else pv.site_packages_dirs(p["venv"])
     site = next((path for path in candidates if os.path.isdir(os.path.join(path, "sglang"))), None)
     if site is None:
@@ -143,7 +150,8 @@ def main():
     if errors:
         module.fail_json(msg="command line refused for sglang %s: %s" % (version, "; ".join(errors)),
                          errors=errors, sglang_version=version, flags_known=len(flags))
-    module.exit_json(changed=False, sglang_version=version, flags_known=len(flags), parsed=parsed, argv=argv)
+    module.exit_json(changed=False, venv_exists=True, sglang_version=version, flags_known=len(flags), parsed=parsed,
+                     argv=argv)
 
 
 if __name__ == "__main__":

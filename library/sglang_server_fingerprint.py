@@ -27,6 +27,11 @@ options:
     type: list
     elements: str
     default: []
+  recorded:
+    description:
+      - The file that holds the fingerprint recorded at the last proven start. Read in the same call (its text,
+        stripped), so the restart decision costs one module run.
+    type: path
 """
 
 EXAMPLES = r"""
@@ -34,6 +39,7 @@ EXAMPLES = r"""
   sglang_server_fingerprint:
     paths: [/etc/systemd/system/sglang.service, /opt/sglang/current, /etc/sglang/runtime.env]
     extra: ["580.65.06"]
+    recorded: /var/lib/sglang/deployed-config
   register: fingerprint
 """
 
@@ -41,6 +47,10 @@ RETURN = r"""
 fingerprint:
   description: SHA-256 hex digest.
   returned: success
+  type: str
+recorded:
+  description: The fingerprint in I(recorded), stripped; null when the file does not exist (never started).
+  returned: when I(recorded) is given
   type: str
 """
 
@@ -51,7 +61,8 @@ from ansible.module_utils import server_fingerprint
 def main():
     module = AnsibleModule(
         argument_spec=dict(paths=dict(type="list", elements="path", required=True),
-                           extra=dict(type="list", elements="str", default=[])),
+                           extra=dict(type="list", elements="str", default=[]),
+                           recorded=dict(type="path")),
         supports_check_mode=True,
     )
     relative = [path for path in module.params["paths"] if not path.startswith("/")]
@@ -59,9 +70,14 @@ def main():
         module.fail_json(msg="sglang_server_fingerprint: paths must be absolute: %s" % ", ".join(relative))
     try:
         value = server_fingerprint.fingerprint(module.params["paths"], module.params["extra"])
+        result = {"fingerprint": value}
+        if module.params["recorded"]:
+            result["recorded"] = server_fingerprint.read_recorded(module.params["recorded"])
     except OSError as exc:
         module.fail_json(msg="sglang_server_fingerprint: cannot read %s: %s" % (exc.filename, exc.strerror))
-    module.exit_json(changed=False, fingerprint=value)
+    except UnicodeDecodeError as exc:
+        module.fail_json(msg="sglang_server_fingerprint: %s is not text: %s" % (module.params["recorded"], exc))
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def main():
     values = module.params["values"]
     errors = unit_values.check_all(values)
     if errors:
-        module.fail_json(msg="%s refused, nothing written: %s" % (module.params["context"], "; ".join(errors)),
+        module.fail_json(msg=unit_values.refusal(module.params["context"], errors),
                          errors=errors, checked=sorted(values))
     module.exit_json(changed=False, checked=sorted(values))
 

@@ -42,3 +42,12 @@ def fingerprint(paths, extra):
     parts = ([pair[0] for pair in described] + [pair[1] for pair in described]
              + [str(value) for value in extra])
     return hashlib.sha256(",".join(parts).encode("utf-8")).hexdigest()
+
+
+def read_recorded(path):
+    """The fingerprint recorded in path (its text, stripped), or None when there is no such file."""
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            return handle.read().strip()
+    except FileNotFoundError:
+        return None

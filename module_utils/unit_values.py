@@ -182,6 +182,11 @@ CHECKS = {
 }
 
 
+def refusal(context, errors):
+    """The one failure message of a refused check (the module and the controller-side action plugin use it)."""
+    return "%s refused, nothing written: %s" % (context, "; ".join(errors))
+
+
 def check_all(values):
     """``values``: {variable: {"value": ..., "kind": ..., "under": ..., "low": ..., "high": ..., "items": bool}}.
 

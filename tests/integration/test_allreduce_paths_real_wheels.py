@@ -178,13 +178,30 @@ def test_check_mode_and_hidden_size_from_the_model_config(v0523, tmp_path):
     (dict(autotune_dir="/var/lib/sglang/a b"), "autotune_dir must be an absolute path"),
     (dict(path="nvlink"), "value of path must be one of"),
     (dict(tp_size="eight"), "tp_size"),
-    (dict(model_path="/nonexistent/model"), "cannot read the model's hidden_size"),
-    (dict(venv="/nonexistent/venv"), "does not exist"),
 ])
 def test_bad_input_gets_a_message_not_a_traceback(v0523, args, needle):
     result = paths(v0523, **args)
     assert result.get("failed") and needle in result["msg"], result.get("msg")
     assert "Traceback" not in result["msg"] and "Traceback" not in result.get("exception", "")
+
+
+def test_a_venv_not_installed_yet_is_reported_not_read(v0523):
+    # A dry run before the install: the role decides what that means (check mode goes on, a real run stops).
+    result = paths(v0523, venv="/nonexistent/venv")
+    assert not result.get("failed") and result["venv_exists"] is False and "does not exist" in result["msg"]
+    assert "candidates" not in result
+    assert paths(v0523)["venv_exists"] is True
+
+
+def test_a_model_not_copied_yet_leaves_the_hidden_size_unknown(v0523, tmp_path):
+    known = paths(v0523, path="pcie_ipc", tp_size=8, cuda_graph_max_bs=8, hidden_size=7168)
+    missing = paths(v0523, path="pcie_ipc", tp_size=8, cuda_graph_max_bs=8, model_path=str(tmp_path / "absent"))
+    assert known["environment"]["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 7168)
+    assert not missing.get("failed") and "SGLANG_PCIE_IPC_MAX_NUMEL" not in missing.get("environment", {}), missing
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text('{"hidden_size": "wide"}')
+    broken = paths(v0523, model_path=str(tmp_path / "broken"))
+    assert broken.get("failed") and "has no integer hidden_size" in broken["msg"], broken
 
 
 def test_a_venv_without_sglang(tmp_path):

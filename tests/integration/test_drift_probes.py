@@ -240,7 +240,8 @@ def renamed_copy(tmp_path):
     """A copy of the project whose every task (and block) in every role has another name."""
     copy = tmp_path / "renamed"
     copy.mkdir()
-    for name in ("ansible.cfg", "library", "module_utils", "filter_plugins", "roles", "tests/playbooks"):
+    for name in ("ansible.cfg", "library", "module_utils", "filter_plugins", "action_plugins", "roles",
+                 "tests/playbooks"):
         source = os.path.join(REPO, name)
         if os.path.isdir(source):
             shutil.copytree(source, str(copy / name), ignore=shutil.ignore_patterns("__pycache__"))

@@ -52,3 +52,16 @@ def test_every_input_changes_it(tmp_path):
 def test_relative_paths_are_refused(tmp_path):
     result = run_module("sglang_server_fingerprint", {"paths": ["etc/sglang.service"]})
     assert result.get("failed") and "must be absolute" in result["msg"] and "Traceback" not in result["msg"]
+
+
+def test_the_recorded_fingerprint_comes_in_the_same_call(tmp_path):
+    paths = layout(tmp_path)
+    recorded = tmp_path / "deployed-config"
+    first = run_module("sglang_server_fingerprint", {"paths": paths, "recorded": str(recorded)})
+    assert first["recorded"] is None  # never started: no record, so the role restarts
+    recorded.write_text(first["fingerprint"] + "\n")  # as restart.yml records it
+    again = run_module("sglang_server_fingerprint", {"paths": paths, "recorded": str(recorded)})
+    assert again["recorded"] == again["fingerprint"] == first["fingerprint"]
+    unreadable = run_module("sglang_server_fingerprint", {"paths": paths, "recorded": str(tmp_path)})
+    assert unreadable.get("failed") and str(tmp_path) in unreadable["msg"] and "Traceback" not in unreadable["msg"]
+    assert "recorded" not in run_module("sglang_server_fingerprint", {"paths": paths})

@@ -32,6 +32,11 @@ options:
       - The file that holds the fingerprint recorded at the last proven start. Read in the same call (its text,
         stripped), so the restart decision costs one module run.
     type: path
+  service:
+    description:
+      - A systemd unit whose C(ActiveState) is read in the same call (C(systemctl show)), the last input of the
+        restart decision.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -40,6 +45,7 @@ EXAMPLES = r"""
     paths: [/etc/systemd/system/sglang.service, /opt/sglang/current, /etc/sglang/runtime.env]
     extra: ["580.65.06"]
     recorded: /var/lib/sglang/deployed-config
+    service: sglang.service
   register: fingerprint
 """
 
@@ -52,6 +58,10 @@ recorded:
   description: The fingerprint in I(recorded), stripped; null when the file does not exist (never started).
   returned: when I(recorded) is given
   type: str
+active_state:
+  description: The unit's C(ActiveState) (C(active), C(inactive), C(failed), ...; C(inactive) for a unit that does not exist).
+  returned: when I(service) is given
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -62,7 +72,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(paths=dict(type="list", elements="path", required=True),
                            extra=dict(type="list", elements="str", default=[]),
-                           recorded=dict(type="path")),
+                           recorded=dict(type="path"), service=dict(type="str")),
         supports_check_mode=True,
     )
     relative = [path for path in module.params["paths"] if not path.startswith("/")]
@@ -77,6 +87,14 @@ def main():
         module.fail_json(msg="sglang_server_fingerprint: cannot read %s: %s" % (exc.filename, exc.strerror))
     except UnicodeDecodeError as exc:
         module.fail_json(msg="sglang_server_fingerprint: %s is not text: %s" % (module.params["recorded"], exc))
+    if module.params["service"]:
+        systemctl = module.get_bin_path("systemctl", required=True)
+        rc, out, err = module.run_command([systemctl, "show", "--property=ActiveState", "--value", "--",
+                                           module.params["service"]])
+        if rc != 0:
+            module.fail_json(msg="sglang_server_fingerprint: systemctl show %s failed (rc %d): %s"
+                             % (module.params["service"], rc, err.strip()), **result)
+        result["active_state"] = out.strip()
     module.exit_json(changed=False, **result)
 
 

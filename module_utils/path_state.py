@@ -36,17 +36,21 @@ def _check_path(path):
         raise PathError("path must be absolute and normalized, and not / (got %r)" % (path,))
 
 
-def _ids(entry):
-    """(uid, gid) of an entry's owner and group, or None for a name the host does not know (yet)."""
+def owner_ids(owner, group):
+    """(uid, gid) of an owner and a group name, None for a name the host does not know (yet)."""
     try:
-        uid = pwd.getpwnam(entry["owner"]).pw_uid
+        uid = pwd.getpwnam(owner).pw_uid
     except KeyError:
         uid = None
     try:
-        gid = grp.getgrnam(entry["group"]).gr_gid
+        gid = grp.getgrnam(group).gr_gid
     except KeyError:
         gid = None
     return uid, gid
+
+
+def _ids(entry):
+    return owner_ids(entry["owner"], entry["group"])
 
 
 def plan(directories, absent):

@@ -65,3 +65,22 @@ def test_the_recorded_fingerprint_comes_in_the_same_call(tmp_path):
     unreadable = run_module("sglang_server_fingerprint", {"paths": paths, "recorded": str(tmp_path)})
     assert unreadable.get("failed") and str(tmp_path) in unreadable["msg"] and "Traceback" not in unreadable["msg"]
     assert "recorded" not in run_module("sglang_server_fingerprint", {"paths": paths})
+
+
+def test_the_units_state_comes_in_the_same_call(tmp_path):
+    # A stand-in systemctl (this test machine has no systemd as PID 1): it records its arguments and answers.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text('#!/bin/sh\necho "$@" > "%s"\necho %s\nexit %s\n'
+                                    % (tmp_path / "args", "${FAKE_STATE:-active}", "${FAKE_RC:-0}"))
+    os.chmod(str(fake / "systemctl"), 0o755)
+    env = {"PATH": "%s:%s" % (fake, os.environ["PATH"])}
+    args = {"paths": layout(tmp_path), "service": "sglang.service"}
+    assert run_module("sglang_server_fingerprint", args, env=env)["active_state"] == "active"
+    assert (tmp_path / "args").read_text().split() == ["show", "--property=ActiveState", "--value", "--",
+                                                       "sglang.service"]
+    env["FAKE_STATE"] = "failed"
+    assert run_module("sglang_server_fingerprint", args, env=env)["active_state"] == "failed"
+    env["FAKE_RC"] = "1"
+    broken = run_module("sglang_server_fingerprint", args, env=env)
+    assert broken.get("failed") and "systemctl show sglang.service failed (rc 1)" in broken["msg"]

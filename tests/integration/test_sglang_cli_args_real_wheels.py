@@ -210,5 +210,9 @@ def test_module_through_ansible_on_a_real_venv(tmp_path):
     assert result["msg"].startswith("command line refused for sglang 0.5.21: unknown flag --speculative-num-step")
     assert "did you mean --speculative-num-steps?" in result["msg"]
 
-    result = run_module("sglang_server_args", {"venv": str(tmp_path / "empty")})
+    result = run_module("sglang_server_args", {"venv": wheels.make_venv(str(tmp_path / "empty"))})
     assert result["failed"] and "sglang is not installed in venv" in result["msg"]
+
+    # Not installed yet (a dry run on a fresh host): said, not failed; the command line comes back unchecked.
+    result = run_module("sglang_server_args", {"venv": str(tmp_path / "absent"), "argv": ["--model-path", "m"]})
+    assert not result.get("failed") and result["venv_exists"] is False and result["argv"] == ["--model-path", "m"]

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+"""An EnvironmentFile, checked line by line as systemd will read it, then written in one atomic step.
+
+Every line is blank, a comment (``#`` or ``;``), or ``NAME=VALUE`` whose name and value pass unit_values'
+env_name and env_value rules: what systemd reads is exactly what the role rendered. The file gets its owner, group
+and mode before it replaces the old one, so no reader ever sees new content with old permissions.
+"""
+from __future__ import annotations
+
+import os
+import stat
+
+from ansible.module_utils import atomic_files
+from ansible.module_utils import path_state
+from ansible.module_utils import unit_values
+
+
+class EnvFileError(Exception):
+    """Content or a request that would not be written; the message says which line or setting."""
+
+
+def problems(content):
+    """One message per line that systemd would read differently from what it says."""
+    found = []
+    for number, line in enumerate(content.split("\n"), 1):
+        if line.strip() == "":
+            continue
+        if line.lstrip().startswith(("#", ";")):
+            found.extend("line %d: %s" % (number, error) for error in unit_values.comment("comment", line))
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            found.append("line %d is neither a comment nor NAME=VALUE (got %r)" % (number, line[:80]))
+            continue
+        label = "line %d (%s)" % (number, name[:40])
+        found.extend(unit_values.env_name(label, name) or unit_values.env_value(label, value))
+    return found
+
+
+def plan(dest, content, owner, group, mode):
+    """{'content': bool, 'attributes': bool, 'before': text or None} for what differs; raises EnvFileError."""
+    if not dest.startswith("/") or os.path.normpath(dest) != dest:
+        raise EnvFileError("dest must be an absolute, normalized path (got %r)" % (dest,))
+    errors = problems(content)
+    if errors:
+        raise EnvFileError("%s refused, nothing written: %s" % (dest, "; ".join(errors)))
+    try:
+        wanted_mode = path_state.parse_mode(dest, mode)
+    except path_state.PathError as exc:
+        raise EnvFileError(str(exc))
+    try:
+        found = os.lstat(dest)
+    except FileNotFoundError:
+        return {"content": True, "attributes": True, "before": None, "mode": wanted_mode}
+    if not stat.S_ISREG(found.st_mode):
+        raise EnvFileError("%s exists and is not a regular file" % dest)
+    before = atomic_files.read_bytes(dest).decode("utf-8", errors="replace")
+    uid, gid = path_state.owner_ids(owner, group)
+    return {"content": before != content,
+            "attributes": (uid, gid) != (found.st_uid, found.st_gid) or stat.S_IMODE(found.st_mode) != wanted_mode,
+            "before": before, "mode": wanted_mode}
+
+
+def apply(dest, content, owner, group, change):
+    """Write the planned change: new content atomically with its attributes, or the attributes alone."""
+    uid, gid = path_state.owner_ids(owner, group)
+    if uid is None or gid is None:
+        raise EnvFileError("%s: owner %s or group %s does not exist on this host" % (dest, owner, group))
+    if change["content"]:
+        tmp = atomic_files.stage(dest, content.encode("utf-8"), mode=change["mode"])
+        try:
+            os.chown(tmp, uid, gid)
+            os.chmod(tmp, change["mode"])
+            os.replace(tmp, dest)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        atomic_files.fsync_dir(os.path.dirname(dest))
+    elif change["attributes"]:
+        os.chown(dest, uid, gid)
+        os.chmod(dest, change["mode"])

@@ -65,3 +65,12 @@ def failure(report, host="localhost"):
             items = [item.get("msg", "") for item in result.get("results", []) if item.get("failed")]
             return name, " | ".join(items) or result.get("msg", "")
     return None
+
+
+def module_doc(module):
+    """ansible-doc --json of one of the project's modules (library/): what a user reads, parsed."""
+    doc = os.path.join(os.path.dirname(ANSIBLE), "ansible-doc") if os.path.isabs(ANSIBLE) else "ansible-doc"
+    proc = subprocess.run([doc, "--json", "-M", os.path.join(REPO, "library"), module], cwd=REPO,
+                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")),
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)[module]

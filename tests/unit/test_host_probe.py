@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from ansible.module_utils import host_probe as hp
-from tests.helpers.ansible_run import ANSIBLE, REPO, run_module
+from tests.helpers.ansible_run import module_doc, run_module
 
 NVCC_12_8 = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2025 NVIDIA Corporation
@@ -230,11 +230,7 @@ def test_module_refuses_bad_input_with_its_own_message(tmp_path):
 
 
 def test_documentation_renders_and_matches_the_arguments():
-    doc = os.path.join(os.path.dirname(ANSIBLE), "ansible-doc") if os.path.isabs(ANSIBLE) else "ansible-doc"
-    proc = subprocess.run([doc, "--json", "-M", os.path.join(REPO, "library"), "gpu_host_facts"], cwd=REPO,
-                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")),
-                          capture_output=True, text=True, check=True)
-    info = json.loads(proc.stdout)["gpu_host_facts"]
+    info = module_doc("gpu_host_facts")
     assert set(info["doc"]["options"]) == {"python", "nvcc_paths", "disk_paths", "iommu_groups_dir"}
     assert set(info["return"]["host"]["contains"]) == {"python_version", "python_error", "nvcc_version", "nvcc_path",
                                                        "nvcc_error", "disk", "acs", "iommu_groups"}

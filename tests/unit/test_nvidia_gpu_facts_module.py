@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from ansible.module_utils import nvidia_smi as smi
-from tests.helpers.ansible_run import ANSIBLE, REPO, run_module
+from tests.helpers.ansible_run import module_doc, run_module
 from tests.helpers.gpu_fixtures import MAKE_H200, PROFILES, STANDIN, read_shared, shared
 
 
@@ -77,10 +77,6 @@ def test_unreadable_output_fails_with_the_parser_message(tmp_path):
 
 
 def test_documentation_renders_and_matches_the_arguments():
-    doc = os.path.join(os.path.dirname(ANSIBLE), "ansible-doc") if os.path.isabs(ANSIBLE) else "ansible-doc"
-    proc = subprocess.run([doc, "--json", "-M", os.path.join(REPO, "library"), "nvidia_gpu_facts"], cwd=REPO,
-                          env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg")),
-                          capture_output=True, text=True, check=True)
-    info = json.loads(proc.stdout)["nvidia_gpu_facts"]
+    info = module_doc("nvidia_gpu_facts")
     assert set(info["doc"]["options"]) == {"nvidia_smi"}
     assert "nvidia_gpu" in info["return"]["ansible_facts"]["contains"]

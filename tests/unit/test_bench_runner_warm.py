@@ -1,9 +1,13 @@
 """bench_runner.py's warm client (warm_client.py): measurements on the controller fork from one process that imported
 the client already, take the caller's environment (the API key reaches the client, never the warm process), are
 stopped on time, and fall back to a process of their own, saying why, whenever the warm path cannot run them."""
+import contextlib
 import importlib.util
+import json
 import os
 import signal
+import socket
+import threading
 import time
 
 import pytest
@@ -151,3 +155,54 @@ def test_a_changed_client_gets_a_warm_process_of_its_own(lab, monkeypatch):
     assert how == "the warm client" and after[0]["rc"] == 0
     assert before[0]["result"]["imported_in"] != after[0]["result"]["imported_in"]
     assert len(warm_pids(lab)) == 2
+
+
+def test_a_caller_that_leaves_before_it_has_the_pid_leaves_no_run_behind(lab):
+    """The caller then runs the client on its own; a warm child still measuring would load the server twice."""
+    first, how = measure(lab)
+    assert how == "the warm client"
+    [sock_name] = [p for p in os.listdir(lab / "venv") if p.endswith(".sock")]
+    [warm] = warm_pids(lab)
+    work = lab / "abandoned"
+    work.mkdir()
+    plan = next(lab.glob("work-1-*/plan.json"))
+    (work / "plan.json").write_text(plan.read_text().replace(str(plan.parent), str(work)))
+    warm_client = bench_runner._warm_client()  # pylint: disable=protected-access
+    sock = warm_client._connect(str(lab / "venv" / sock_name))  # pylint: disable=protected-access
+    with sock, sock.makefile("rb") as replies:
+        sock.sendall(json.dumps({"plan": str(work / "plan.json"), "env": dict(os.environ, PYTHONPATH=str(lab / "pkg")),
+                                 "cwd": str(work)}).encode() + b"\n")
+        child = int(replies.readline())
+    deadline = time.monotonic() + 10
+    while child in warm_pids(lab, children=True) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert child not in warm_pids(lab, children=True)
+    assert sorted(os.listdir(work)) == ["plan.json"]  # the plan never ran
+    again, _ = measure(lab)
+    assert again[0]["rc"] == 0 and again[0]["result"]["imported_in"] == warm
+
+
+def test_a_warm_client_that_does_not_answer_in_time_is_never_told_to_go(tmp_path):
+    warm_client = bench_runner._warm_client()  # pylint: disable=protected-access
+    path = str(tmp_path / "late.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    heard = []
+
+    def answer_late():
+        conn = server.accept()[0]
+        with conn, conn.makefile("rb") as requests:
+            requests.readline()
+            time.sleep(2)  # past the caller's timeout
+            with contextlib.suppress(OSError):
+                conn.sendall(b"4242\n")
+            heard.append(requests.readline())
+
+    thread = threading.Thread(target=answer_late)
+    thread.start()
+    with pytest.raises(warm_client.Unavailable, match="did not take the measurement"):
+        warm_client.run(path, ["/bin/false"], "plan.json", {}, timeout=0.5)
+    thread.join(10)
+    server.close()
+    assert heard == [b""]  # the connection closed without a go

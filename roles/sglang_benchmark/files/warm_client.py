@@ -6,7 +6,8 @@ The warm process listens on a Unix socket in a directory of the caller's (the cl
 shapes the import (the Python, the client's release and file, the runner's code, the environment an import reads),
 so a changed client or runner never reuses an old one. It leaves when it has been idle for idle_s with no
 measurement running. Each child takes the caller's environment (the API key too: sent over the socket, never
-written down) and working directory, runs the plan and says when it is done. When the warm path cannot be used (a
+written down) and working directory, tells the caller its pid, runs the plan once the caller says go (so no run
+starts that the caller could not stop) and says when it is done. When the warm path cannot be used (a
 process that will not start or import), the caller is told why and runs the client in a process of its own, as
 without it. Standard library only, like bench_runner.py.
 """
@@ -119,6 +120,12 @@ def run(path, spawn_argv, plan, env, timeout):
         if not pid.isdigit():
             raise Unavailable("the warm client closed the connection before it started the measurement")
         try:
+            sock.sendall(b"go\n")  # the child runs nothing before this: only a run whose pid we hold can start
+        except OSError as exc:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+            raise Unavailable("the warm client's child went away before the measurement: %s" % exc) from exc
+        try:
             return "done" if replies.readline().strip() == b"done" else "ended"
         except socket.timeout:
             with contextlib.suppress(ProcessLookupError):
@@ -127,14 +134,18 @@ def run(path, spawn_argv, plan, env, timeout):
 
 
 def _child(conn, run_plan):
-    """In the forked child: take the caller's environment and directory, run the plan, say done."""
+    """In the forked child: take the caller's environment and directory, say its pid, and run the plan only when the
+    caller answers "go": a caller that gave up before it had the pid (and so could not stop the run) falls back to a
+    run of its own, and two measurements must never load the server at once."""
     try:
         with conn.makefile("rb") as requests:
             request = json.loads(requests.readline())
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
-        conn.sendall(b"%d\n" % os.getpid())
+            os.environ.clear()
+            os.environ.update(request["env"])
+            os.chdir(request["cwd"])
+            conn.sendall(b"%d\n" % os.getpid())
+            if requests.readline().strip() != b"go":
+                return
         run_plan(request["plan"])
         conn.sendall(b"done\n")
     finally:

@@ -45,7 +45,10 @@ options:
     type: path
     required: true
   record_baseline:
-    description: Write O(baseline_file) from this measurement (all runs must count) and do not judge.
+    description:
+      - Write O(baseline_file) from this measurement (all runs must count) and do not judge.
+      - A baseline already there that is unreadable or was measured with other settings is kept beside it, renamed
+        C(<name>.replaced-<UTC time>.json), instead of overwritten.
     type: bool
     default: false
   margin_pct:
@@ -128,7 +131,9 @@ correctness:
   returned: when correctness is on and not record_baseline
   type: dict
 artifacts:
-  description: Paths of the run JSON, history, summary and chart (or the baseline file when recording).
+  description:
+    - Paths of the run JSON, history, summary and chart.
+    - When recording, the baseline file, and C(replaced_baseline) where an earlier one was kept aside.
   returned: always
   type: dict
 """
@@ -163,18 +168,36 @@ def _record(module, p, measurement, summary, num_prompts):
     if p["correctness"] and (broken or not measurement.get("completions")):
         module.fail_json(msg="%s: cannot record baseline completions: %s"
                          % (p["host"], "; ".join(c["error"] for c in broken) or "none were measured"))
-    baseline = {"host": p["host"], "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+    now = datetime.datetime.now(datetime.timezone.utc)
+    baseline = {"host": p["host"], "recorded_at": now.isoformat(),
                 "median_output_tok_s": stats["median_output_tok_s"], "summary": summary,
                 "settings": bench_gate.comparable_settings(measurement["settings"]),
                 "server": measurement.get("server", {}), "client": measurement.get("client", {}),
                 "completions": measurement.get("completions", []), "context": p["context"]}
     os.makedirs(os.path.dirname(os.path.abspath(p["baseline_file"])), exist_ok=True)
+    kept = _keep_other_baseline(p["baseline_file"], baseline["settings"], now)
     atomic_files.write_atomic(p["baseline_file"], (json.dumps(baseline, indent=1, sort_keys=True) + "\n").encode())
-    module.exit_json(changed=True, passed=True, failures=[], summary=summary,
-                     artifacts={"baseline": p["baseline_file"]},
-                     message="%s: baseline recorded: median %.1f tok/s at concurrency %d, %d completions, in %s"
+    artifacts = dict({"baseline": p["baseline_file"]}, **({"replaced_baseline": kept} if kept else {}))
+    module.exit_json(changed=True, passed=True, failures=[], summary=summary, artifacts=artifacts,
+                     message="%s: baseline recorded: median %.1f tok/s at concurrency %d, %d completions, in %s%s"
                      % (p["host"], stats["median_output_tok_s"], p["gate_concurrency"],
-                        len(baseline["completions"]), p["baseline_file"]))
+                        len(baseline["completions"]), p["baseline_file"],
+                        " (the one it replaces, measured with other settings, is kept as %s)" % kept if kept else ""))
+
+
+def _keep_other_baseline(path, settings, now):
+    """Moves aside a recorded baseline that is unreadable or was measured with settings other than SETTINGS (the
+    one a new recording would otherwise overwrite is then not lost); its new path, or None."""
+    try:
+        old = _load_baseline(path)
+    except bench_gate.GateInputError:
+        old = {}
+    if old is None or old.get("settings") == settings:
+        return None
+    root, ext = os.path.splitext(path)
+    kept = "%s.replaced-%s%s" % (root, now.strftime("%Y%m%dT%H%M%S.%fZ"), ext or ".json")
+    os.replace(path, kept)
+    return kept
 
 
 def _baseline_number(p, baseline):
@@ -227,7 +250,8 @@ def main():
             if baseline.get("settings") != want:
                 raise bench_gate.GateInputError(
                     "the baseline in %s was measured with other settings (%s), this run with %s: record it again "
-                    "(remove that file: the next deploy measures a new baseline, two more restarts)"
+                    "(a deploy or playbooks/benchmark.yml measures a new one when the recorded one does not fit "
+                    "its settings: two more restarts)"
                     % (p["baseline_file"], baseline.get("settings"), want))
         correctness = None
         if p["correctness"]:

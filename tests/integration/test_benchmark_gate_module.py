@@ -46,7 +46,7 @@ def test_wrong_completions_fail_and_other_settings_are_refused(tmp_path):
     assert not wrong["passed"] and wrong["failures"][0].startswith("correctness"), wrong
     other = gate(tmp_path, measurement(300.0, output_len=64), baseline_mode="static", baseline_tok_s=82.0)
     assert other["failed"] and "measured with other settings" in other["msg"], other
-    assert "remove that file: the next deploy measures a new baseline" in other["msg"]
+    assert "measures a new one when the recorded one does not fit its settings" in other["msg"]
 
 
 def test_no_baseline_is_an_error_not_a_pass(tmp_path):
@@ -67,3 +67,25 @@ def test_a_trial_is_judged_without_artifacts_and_the_run_records_every_path(tmp_
     with open(judged["artifacts"]["run"], encoding="utf-8") as handle:
         assert json.load(handle)["allreduce"]["winner"] == "nccl"
     assert os.path.exists(judged["artifacts"]["allreduce_chart"])
+
+
+def test_recording_over_a_baseline_it_cannot_compare_with_keeps_the_old_one(tmp_path):
+    baselines = tmp_path / "baselines"
+    gate(tmp_path, measurement(85.0), record_baseline=True)
+    same = gate(tmp_path, measurement(90.0), record_baseline=True)  # the same settings: replaced, as in ab mode
+    assert "replaced_baseline" not in same["artifacts"] and os.listdir(str(baselines)) == ["h1.json"]
+    other = gate(tmp_path, measurement(70.0, output_len=64), record_baseline=True)
+    kept = other["artifacts"]["replaced_baseline"]
+    assert os.path.dirname(kept) == str(baselines) and os.path.basename(kept).startswith("h1.replaced-")
+    assert "is kept as %s" % kept in other["message"]
+    with open(kept, encoding="utf-8") as handle:
+        old = json.load(handle)
+    with open(str(baselines / "h1.json"), encoding="utf-8") as handle:
+        new = json.load(handle)
+    assert (old["median_output_tok_s"], old["settings"]["output_len"]) == (90.0, 48)
+    assert (new["median_output_tok_s"], new["settings"]["output_len"]) == (70.0, 64)
+    (baselines / "h1.json").write_text("{half a baseline")
+    broken = gate(tmp_path, measurement(75.0, output_len=64), record_baseline=True)
+    with open(broken["artifacts"]["replaced_baseline"], encoding="utf-8") as handle:
+        assert handle.read() == "{half a baseline"
+    assert len(os.listdir(str(baselines))) == 3

@@ -1,0 +1,52 @@
+"""filter_plugins/sglang_baseline.py: whether a recorded baseline can be compared with this gate run."""
+import importlib.util
+import json
+import os
+
+import pytest
+
+PLUGIN = os.path.join(os.path.dirname(__file__), "..", "..", "filter_plugins", "sglang_baseline.py")
+spec = importlib.util.spec_from_file_location("sglang_baseline", PLUGIN)
+sglang_baseline = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sglang_baseline)
+
+RECORDED = {"input_len": 16, "output_len": 128, "num_prompts": 8, "seed": 1, "gate_concurrency": 1,
+            "correctness_max_new_tokens": 32}
+# What judged_by.yml notes: more keys than a baseline records (those are not compared), numbers maybe as text.
+NOW = dict(RECORDED, repeats=3, margin_pct=5.0, client="controller")
+
+
+def differences(baseline, settings):
+    return sglang_baseline.sglang_baseline_differences(json.dumps(baseline), settings)
+
+
+def test_the_same_settings_are_comparable_whatever_else_the_run_notes():
+    assert differences({"settings": RECORDED, "median_output_tok_s": 80.0}, NOW) == []
+    assert differences({"settings": RECORDED}, dict(NOW, output_len="128", seed="1")) == []
+
+
+def test_each_recorded_setting_that_differs_is_named_with_both_values():
+    assert differences({"settings": RECORDED}, dict(NOW, output_len=64, seed=7)) == [
+        "output_len: 128 recorded, 64 now", "seed: 1 recorded, 7 now"]
+
+
+def test_a_setting_this_run_lacks_differs():
+    now = {k: v for k, v in NOW.items() if k != "correctness_max_new_tokens"}
+    assert differences({"settings": RECORDED}, now) == ["correctness_max_new_tokens: 32 recorded, null now"]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("{not json", "the baseline cannot be read"),
+    ("[1, 2]", "the baseline cannot be read"),
+    ("", "the baseline cannot be read"),
+    (json.dumps({"median_output_tok_s": 80.0}), "the baseline recorded no settings"),
+    (json.dumps({"settings": {}}), "the baseline recorded no settings"),
+])
+def test_a_baseline_that_cannot_be_compared_says_why(text, why):
+    [line] = sglang_baseline.sglang_baseline_differences(text, NOW)
+    assert line.startswith(why)
+
+
+def test_the_filter_is_registered_under_its_name():
+    assert sglang_baseline.FilterModule().filters() == {
+        "sglang_baseline_differences": sglang_baseline.sglang_baseline_differences}

@@ -182,7 +182,7 @@ def _record(module, p, measurement, summary, num_prompts):
                      message="%s: baseline recorded: median %.1f tok/s at concurrency %d, %d completions, in %s%s"
                      % (p["host"], stats["median_output_tok_s"], p["gate_concurrency"],
                         len(baseline["completions"]), p["baseline_file"],
-                        " (the one it replaces, measured with other settings, is kept as %s)" % kept if kept else ""))
+                        " (the one it replaces, not comparable with it, is kept as %s)" % kept if kept else ""))
 
 
 def _keep_other_baseline(path, settings, now):

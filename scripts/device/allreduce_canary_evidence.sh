@@ -5,6 +5,8 @@
 # call the fusion canary mirrors (only its source is read: it is installed --no-deps and never imported).
 # torch, nvcc and NCCL come from the machine. Any GPU count (2, 4, 8).
 #   run(kind="nvidia-h200-x2", carry=[".cache/device-fusion-wheels"], command="bash scripts/device/allreduce_canary_evidence.sh")
+# WHEELS may also be the archive build_wheelhouse.py makes from allreduce-canary-h200-cp312.txt (FlashInfer 0.7.2
+# for the pcie_ipc rows, docs/allreduce-paths.md), unpacked here first.
 # SGLANG_SITE=<site-packages with sglang/> uses an sglang already there instead of a carried wheel.
 # STEPS="name ..." runs only those steps (a device command may run 10 minutes; the first canary JIT-builds
 # trtllm_comm, ~270 s, into /tmp/flashinfer-ws, which later calls on the same warm machine reuse).
@@ -13,6 +15,11 @@ OUT=${OUT:-$PWD/.cache/device-out}
 WHEELS=${WHEELS:-.cache/device-fusion-wheels}
 mkdir -p "$OUT"
 log() { echo "allreduce_canary: $*" | tee -a "$OUT/steps.log"; }
+if [ -f "$WHEELS" ]; then  # a wheelhouse archive from build_wheelhouse.py (allreduce-canary-h200-cp312.txt)
+  rm -rf /tmp/allreduce-wheels && mkdir -p /tmp/allreduce-wheels &&
+    tar -xJf "$WHEELS" -C /tmp/allreduce-wheels || { log "cannot unpack $WHEELS"; exit 2; }
+  WHEELS=/tmp/allreduce-wheels/wheelhouse
+fi
 
 py=""
 for candidate in /opt/torch/.venv/bin/python3 python3; do

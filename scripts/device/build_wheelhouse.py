@@ -38,12 +38,27 @@ TRIMS = {
     "mistral-common": {"drop": ["mistral_common/data/tekken_*.json"], "strip": []},
     # Translations of country names (the databases themselves stay).
     "pycountry": {"drop": ["pycountry/locales/*"], "strip": []},
+    # The all-reduce canaries' carry (allreduce-canary-h200-cp312.txt), keyed by release: FlashInfer's JIT sources
+    # and artifacts for sampling, KDA/GDN, DeepSeek-V4, FMHA and MoE kernels; the canaries build only trtllm_comm
+    # and pcie_ipc, whose sources (csrc/trtllm_*allreduce*.cu, csrc/pcie_ipc*) and headers all stay.
+    "flashinfer-python==0.7.2": {"drop": ["flashinfer/data/csrc/cake_sampling/*", "flashinfer/data/csrc/kda/*",
+                                          "flashinfer/data/csrc/cake_dsv4/*", "flashinfer/data/csrc/fused_moe/*",
+                                          "flashinfer/data/csrc/cake_fmha/*", "flashinfer/data/csrc/gdn/*",
+                                          "flashinfer/fused_moe/backends/cudnn_frost/artifacts/*",
+                                          "flashinfer/data/cutlass/examples/*"], "strip": []},
+    # The canary reads SGLang's source to mirror its call and never imports it: its compiled extensions stay out.
+    "sglang==0.5.23": {"drop": ["sglang/*.so"], "strip": []},
 }
 PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 
 
 def normalize(name):
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def trim_for(name, version):
+    """The trim of one wheel: its release's own (name==version), else the name's, else none."""
+    return TRIMS.get("%s==%s" % (normalize(name), version)) or TRIMS.get(normalize(name), {})
 
 
 def read_pins(path):
@@ -124,7 +139,7 @@ def main():
             path = find_wheel(args.download_dir, name, version)
             if path is None:
                 raise SystemExit("no wheel for %s==%s in %s" % (name, version, args.download_dir))
-            data, dropped, stripped = repack(path, TRIMS.get(normalize(name), {}))
+            data, dropped, stripped = repack(path, trim_for(name, version))
             member = tarfile.TarInfo("wheelhouse/" + os.path.basename(path))
             member.size, member.mode = len(data), 0o644
             tar.addfile(member, io.BytesIO(data))

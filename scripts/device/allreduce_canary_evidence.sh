@@ -8,6 +8,7 @@
 # WHEELS may also be the archive build_wheelhouse.py makes from allreduce-canary-h200-cp312.txt (FlashInfer 0.7.2
 # for the pcie_ipc rows, docs/allreduce-paths.md), unpacked here first.
 # SGLANG_SITE=<site-packages with sglang/> uses an sglang already there instead of a carried wheel.
+# JIT_CACHE=<dir> starts from the FlashInfer JIT cache an earlier run returned (see below).
 # STEPS="name ..." runs only those steps (a device command may run 10 minutes; the first canary JIT-builds
 # trtllm_comm, ~270 s, into /tmp/flashinfer-ws, which later calls on the same warm machine reuse).
 set -uo pipefail
@@ -29,6 +30,9 @@ done
 site=/tmp/allreduce-canary-site
 "$py" -m pip install -q --no-deps --no-index --target "$site" "$WHEELS"/*.whl >> "$OUT/steps.log" 2>&1 ||
   { log "wheel install failed"; exit 2; }
+# One fixed time for every installed file, so FlashInfer's ninja finds a JIT cache built on another machine from the
+# same wheels (JIT_CACHE below) newer than its sources and builds nothing again (pip writes install-time mtimes).
+find "$site" -exec touch -h -d @946684800 {} +
 sglang_site=${SGLANG_SITE:-$site}
 [ -d "$sglang_site/sglang" ] || { log "no sglang/ in $sglang_site: carry the sglang wheel or set SGLANG_SITE"; exit 2; }
 export PYTHONPATH=$site
@@ -36,9 +40,17 @@ export FLASHINFER_WORKSPACE_BASE=/tmp/flashinfer-ws
 export FLASHINFER_AUTOTUNE_DIR=/tmp/flashinfer-ws/autotune
 export FLASHINFER_CUDA_ARCH_LIST=${FLASHINFER_CUDA_ARCH_LIST:-9.0}
 mkdir -p "$FLASHINFER_WORKSPACE_BASE"
+# JIT_CACHE=<dir>: the flashinfer-jit-cache.tar.xz.part-* an earlier run returned (the first trtllm_comm build takes
+# ~270 s of a 10-minute call); unpacked where the JIT looks, with its files' times.
+if [ -n "${JIT_CACHE:-}" ]; then
+  cat "$JIT_CACHE"/flashinfer-jit-cache.tar.xz.part-* | tar -xJf - -C "$FLASHINFER_WORKSPACE_BASE" &&
+    log "JIT cache from $JIT_CACHE unpacked" || log "JIT cache from $JIT_CACHE could not be unpacked: building"
+fi
 n=$(nvidia-smi -L | wc -l)
 { nvidia-smi -L; nvidia-smi topo -m; nvcc --version | tail -n 2
   "$py" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
+  "$py" -c 'import flashinfer, flashinfer.comm as c
+print("flashinfer", flashinfer.__version__, "PcieIpcAllReduceWorkspace", hasattr(c, "PcieIpcAllReduceWorkspace"))'
   ls "$site" | grep -i 'dist-info'; } > "$OUT/machine.txt" 2>&1
 log "python $py, $n GPU(s), sglang source $sglang_site, FLASHINFER_CUDA_ARCH_LIST=$FLASHINFER_CUDA_ARCH_LIST"
 
@@ -53,6 +65,16 @@ run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, r
 canary=roles/fusion_patch/files/fusion_canary.py
 bench=roles/gpu_probes/files/allreduce_bench.py
 spec=(--hidden 7168 --draft-tokens 4 --max-batch 16 --sglang-site "$sglang_site")
+jit() {  # jit NAME GENERATOR: build one FlashInfer JIT module the canaries load (needs one GPU only), both at once
+  local name=$1 gen=$2 t0=$SECONDS
+  if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" jit_build "* ]]; then return 0; fi
+  timeout 480 "$py" -c "import flashinfer.jit.comm as c; c.$gen().build_and_load()" > "$OUT/jit_$name.log" 2>&1
+  log "jit_$name: rc=$? wall=$((SECONDS - t0))s"
+}
+# 0. FlashInfer's comm modules built (or found in JIT_CACHE), before the canaries time anything
+jit trtllm_comm gen_trtllm_comm_module &
+jit pcie_ipc_comm gen_pcie_ipc_comm_module &
+wait
 # 1. fusion, exactly SGLang's call (first run JIT-builds trtllm_comm unless the cache is warm), speculative shapes
 run canary_sglang_call 480 "$canary" "${spec[@]}" --out "$OUT/canary_sglang_call.json"
 # 2. the same with vLLM's fix (trigger_completion_at_end true for one-shot), to compare with 1
@@ -69,6 +91,11 @@ run canary_pcie_ipc_corrupt 180 "$canary" --path pcie_ipc "${spec[@]}" --no-tune
 # 6. all-reduce inside CUDA graphs, NCCL defaults, with a pcie_ipc column where FlashInfer has it
 for k in $(env | grep -o '^NCCL_[A-Z_]*'); do unset "$k"; done
 run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$OUT/bench_defaults.json"
+# The JIT cache for the next machine (its autotune results stay: they belong to this machine's topology), in parts
+# a returned file may hold.
+XZ_OPT="-6 -T0" tar -C "$FLASHINFER_WORKSPACE_BASE" --exclude=./autotune -cJf - . |
+  split -b 15m - "$OUT/flashinfer-jit-cache.tar.xz.part-" &&
+  log "JIT cache: $(cat "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -c) bytes in $(ls "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -l) part(s)"
 # One bundle, so a limit on returned files loses nothing.
 "$py" - "$OUT" <<'PY' > "$OUT/allreduce_canary_evidence.json"
 import glob, json, os, sys

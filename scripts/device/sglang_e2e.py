@@ -28,6 +28,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+import greedy_ties  # noqa: E402  pylint: disable=wrong-import-position
 import unit_exec  # noqa: E402  pylint: disable=wrong-import-position
 
 STATE_DIR = "/var/tmp/sglang-e2e"
@@ -48,6 +49,7 @@ LEGS = [  # name, unit, speculative, fusion
 PROMPTS = ["the model reads the bridge", "a quick answer to the question", "tokens flow through the layers",
            "the server starts and waits", "one more prompt for the check", "speculation drafts and verifies",
            "fusion of the reduce and the norm", "greedy decoding is lossless"]
+GREEDY_TOKENS = 8  # new tokens per prompt in the greedy comparison of the legs
 API_LOG = "/var/lib/sglang/flashinfer-api-%i.log"
 
 
@@ -212,11 +214,29 @@ def api_log_counts():
     return counts
 
 
+def greedy_logprobs():
+    """Each prompt's greedy output with the server's top-2 logprobs per position, asked apart from the benchmark
+    client's completions (which stay what the legs are compared on): where two legs part, these say whether the two
+    tokens were tied (greedy_ties.py)."""
+    out = {}
+    for prompt in PROMPTS:
+        status, _ctype, text = http("POST", "/generate", {
+            "text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": GREEDY_TOKENS},
+            "return_logprob": True, "top_logprobs_num": 2})
+        try:
+            reply = json.loads(text)
+            out[prompt] = {"status": status, "output_ids": reply.get("output_ids"),
+                           "top_logprobs": reply["meta_info"].get("output_top_logprobs")}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            out[prompt] = {"status": status, "error": (text or "")[:500]}
+    return out
+
+
 def bench(state, name, python_client):
     settings = {"base_url": BASE_URL, "tokenizer": MODELS + "/target", "input_len": 128, "output_len": 64,
                 "num_prompts": 16, "seed": 1, "repeats": 3, "warmup_requests": 2, "concurrencies": [1],
                 "run_timeout_s": 150, "request_timeout_s": 60, "correctness": True, "prompts": PROMPTS,
-                "correctness_max_new_tokens": 8, "extra_client_args": []}
+                "correctness_max_new_tokens": GREEDY_TOKENS, "extra_client_args": []}
     path = os.path.join(STATE_DIR, "bench-%s.json" % name)
     started = time.monotonic()
     with open(path, "wb") as handle:
@@ -268,6 +288,7 @@ def run_leg(state, index):
             "deprecated"))][:80]
     client = "/opt/sglang/current/bin/python"
     leg["bench_rc"] = bench(state, name, client)
+    leg["greedy_logprobs"] = greedy_logprobs()
     if fusion:
         leg["flashinfer_api_calls"] = api_log_counts()
         for path in glob.glob(API_LOG.replace("%i", "*"))[:2]:
@@ -307,6 +328,21 @@ def leg_summary(name, spec, fusion):
                     "server": report.get("server"), "errors": [run["error"] for run in report["runs"] if run["error"]]}
 
 
+def top_logprobs(state, name):
+    """{prompt: output_top_logprobs} one leg's server returned (empty where it returned none)."""
+    return {prompt: entry.get("top_logprobs")
+            for prompt, entry in state["legs"].get(name, {}).get("greedy_logprobs", {}).items()}
+
+
+def logprob_outputs_agree(state, name, report):
+    """Whether the logprob requests decoded what the benchmark client's completions did (one server, greedy: they
+    must, or the logprobs would explain another output); None where no logprobs were recorded."""
+    recorded = state["legs"].get(name, {}).get("greedy_logprobs")
+    if not recorded:
+        return None
+    return all(recorded.get(c["prompt"], {}).get("output_ids") == c.get("output_ids") for c in report["completions"])
+
+
 def evidence(state):
     versions = venv_versions()
     with open(os.path.join(MODELS, "target", "config.json"), encoding="utf-8") as handle:
@@ -323,11 +359,15 @@ def evidence(state):
         reports[name], summary = leg_summary(name, spec, fusion)
         legs.append(summary)
     plain = {c["prompt"]: c.get("output_ids") for c in reports["plain"]["completions"]}
-    match = {}
+    match, explained = {}, {}
     for name in [n for n in reports if n != "plain"]:
         same = [c.get("output_ids") is not None and c.get("output_ids") == plain.get(c["prompt"])
                 for c in reports[name]["completions"]]
         match[name] = round(sum(same) / len(same), 3) if same else None
+        found = greedy_ties.mismatches(
+            PROMPTS, plain, {c["prompt"]: c.get("output_ids") for c in reports[name]["completions"]},
+            top_logprobs(state, "plain"), top_logprobs(state, name))
+        explained[name] = {"counts": greedy_ties.summary(found), "mismatches": found}
     first = state["legs"][state["first_leg"]]
     doc = {
         "made_by": "bash scripts/device/sglang_e2e.sh setup; bash scripts/device/sglang_e2e.sh legs (device tool)",
@@ -353,7 +393,10 @@ def evidence(state):
         "legs": legs,
         "legs_not_run": not_run,
         "greedy_match": match,
-        "greedy_max_new_tokens": 8,
+        "greedy_max_new_tokens": GREEDY_TOKENS,
+        "greedy_mismatches": explained,
+        "greedy_tie_bound": greedy_ties.TIE_BOUND,
+        "greedy_logprobs_agree": {name: logprob_outputs_agree(state, name, reports[name]) for name in reports},
         "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name in reports},
     }
     with open(os.path.join(OUT, "h200x%d_sglang_e2e.json" % gpu_count()), "w", encoding="utf-8") as handle:

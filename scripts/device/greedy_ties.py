@@ -1,0 +1,85 @@
+"""Where two greedy legs of the e2e run part, and whether the server's own logprobs show a tie there.
+
+EAGLE-3 is lossless under greedy decoding only where the argmax is unique. The test model has random weights and
+an 88-word vocabulary, so its two best logits are often within one bf16 step of each other; the plain leg and the
+verify step then compute the same logits with other kernels (other batch shapes, another reduction order) and may
+round a tie either way. A mismatch is reported as it is (greedy_match counts it); this says, for each, whether the
+two tokens were tied in both legs' own logprobs at the first position where the outputs part (a numerical tie:
+either token is a greedy answer) or not (a divergence: a finding to chase).
+
+Pure logic, no I/O: scripts/device/sglang_e2e.py feeds it the completions and the top-2 logprobs each leg's
+server returned (/generate with return_logprob, top_logprobs_num 2).
+"""
+
+# Two logits within one bf16 step of each other can round to one value. For the test model's logits (|logit| < 4,
+# read in tests/fixtures/device/test_model_greedy_margins_cpu.json) one step is at most 2**-6.
+TIE_BOUND = 2.0 ** -6
+
+
+def first_difference(ours, theirs):
+    """The first position where two token lists differ (a shorter list differs where it ends); None if equal."""
+    for position, (mine, other) in enumerate(zip(ours, theirs)):
+        if mine != other:
+            return position
+    if len(ours) != len(theirs):
+        return min(len(ours), len(theirs))
+    return None
+
+
+def top_at(top_logprobs, position):
+    """{token id: logprob} of one position of SGLang's meta_info.output_top_logprobs ([[logprob, id, text], ...]
+    per position, None where the server gave none); {} where the position is absent."""
+    if not isinstance(top_logprobs, list) or position >= len(top_logprobs) or not top_logprobs[position]:
+        return {}
+    return {int(entry[1]): float(entry[0]) for entry in top_logprobs[position]}
+
+
+def gap(distribution, chosen, other):
+    """How much more likely the chosen token was than the other one in one leg's distribution; None where either is
+    not among its top tokens."""
+    if chosen not in distribution or other not in distribution:
+        return None
+    return round(distribution[chosen] - distribution[other], 6)
+
+
+def explain(plain_ids, leg_ids, plain_top, leg_top, bound=TIE_BOUND):
+    """One mismatch between a leg and the plain leg: where they part, both tokens, each leg's top logprobs there and
+    whether both legs saw a tie (each leg's gap between its own token and the other's within the bound). None when
+    the outputs are equal."""
+    position = first_difference(plain_ids, leg_ids)
+    if position is None:
+        return None
+    plain_token = plain_ids[position] if position < len(plain_ids) else None
+    leg_token = leg_ids[position] if position < len(leg_ids) else None
+    plain_dist, leg_dist = top_at(plain_top, position), top_at(leg_top, position)
+    plain_gap, leg_gap = gap(plain_dist, plain_token, leg_token), gap(leg_dist, leg_token, plain_token)
+    if plain_gap is None or leg_gap is None:
+        cause = "unknown" if not plain_dist or not leg_dist else "divergence"
+    else:
+        cause = "tie" if abs(plain_gap) <= bound and abs(leg_gap) <= bound else "divergence"
+    return {"position": position, "plain_token": plain_token, "leg_token": leg_token,
+            "plain_top": sorted(([t, lp] for t, lp in plain_dist.items()), key=lambda pair: -pair[1]),
+            "leg_top": sorted(([t, lp] for t, lp in leg_dist.items()), key=lambda pair: -pair[1]),
+            "plain_gap": plain_gap, "leg_gap": leg_gap, "cause": cause}
+
+
+def mismatches(prompts, plain, leg, plain_logprobs, leg_logprobs, bound=TIE_BOUND):
+    """Every prompt whose leg output differs from the plain leg's, explained. plain/leg: {prompt: output ids} (the
+    benchmark client's greedy completions); *_logprobs: {prompt: output_top_logprobs} from each leg's server."""
+    out = []
+    for index, prompt in enumerate(prompts):
+        if prompt not in plain or prompt not in leg:
+            continue
+        found = explain(plain[prompt] or [], leg[prompt] or [], plain_logprobs.get(prompt),
+                        leg_logprobs.get(prompt), bound)
+        if found:
+            out.append(dict(found, prompt_index=index, prompt=prompt))
+    return out
+
+
+def summary(found):
+    """How many mismatches of each cause."""
+    counts = {"tie": 0, "divergence": 0, "unknown": 0}
+    for item in found:
+        counts[item["cause"]] += 1
+    return counts

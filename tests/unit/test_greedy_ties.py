@@ -1,0 +1,90 @@
+"""scripts/device/greedy_ties.py: where two greedy legs part and whether the servers' logprobs show a tie there."""
+import importlib.util
+import os
+
+from tests.helpers.ansible_run import REPO
+
+SPEC = importlib.util.spec_from_file_location("greedy_ties", os.path.join(REPO, "scripts/device/greedy_ties.py"))
+ties = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(ties)
+
+
+def top(*pairs):
+    """One position of SGLang's output_top_logprobs: [logprob, token id, text]."""
+    return [[logprob, token, None] for token, logprob in pairs]
+
+
+def test_first_difference():
+    assert ties.first_difference([1, 2, 3], [1, 2, 3]) is None
+    assert ties.first_difference([1, 2, 3], [1, 5, 3]) == 1
+    assert ties.first_difference([1, 2, 3], [1, 2]) == 2
+    assert ties.first_difference([], [4]) == 0
+
+
+def test_equal_outputs_need_no_explanation():
+    assert ties.explain([1, 2], [1, 2], [top((1, -1.0))], [top((1, -1.0))]) is None
+
+
+def test_a_tie_in_both_legs_is_a_tie():
+    # The shape of the 1x H200 run's mismatch: tokens 86 and 12 with equal logits where the legs part.
+    plain_top = [top((10, -0.5)), top((70, -0.4)), top((68, -0.3)), top((86, -3.9), (12, -3.9))]
+    leg_top = [top((10, -0.5)), top((70, -0.4)), top((68, -0.3)), top((12, -3.9), (86, -3.9001))]
+    found = ties.explain([10, 70, 68, 86], [10, 70, 68, 12], plain_top, leg_top)
+    assert found["position"] == 3 and (found["plain_token"], found["leg_token"]) == (86, 12)
+    assert found["cause"] == "tie" and found["plain_gap"] == 0.0 and found["leg_gap"] == 0.0001
+    assert found["plain_top"][0][1] == found["plain_top"][1][1] == -3.9
+
+
+def test_a_gap_over_one_bf16_step_is_a_divergence():
+    over = ties.TIE_BOUND * 1.5
+    found = ties.explain([5], [6], [top((5, -1.0), (6, -1.0 - over))], [top((6, -1.0), (5, -1.0))])
+    assert found["cause"] == "divergence" and found["plain_gap"] == round(over, 6)
+
+
+def test_a_leg_token_outside_the_plain_legs_top_two_is_a_divergence():
+    found = ties.explain([5, 1], [7, 1], [top((5, -0.1), (6, -2.0))], [top((7, -0.1), (5, -0.1))])
+    assert found["cause"] == "divergence" and found["plain_gap"] is None
+
+
+def test_without_logprobs_the_cause_is_unknown():
+    assert ties.explain([5], [6], None, [top((6, -1.0), (5, -1.0))])["cause"] == "unknown"
+    assert ties.explain([5], [6], [None], [top((6, -1.0), (5, -1.0))])["cause"] == "unknown"
+    assert ties.explain([5, 1], [5], [top((5, -1.0))], [top((5, -1.0))])["cause"] == "unknown"  # past the end
+
+
+def test_mismatches_keep_the_prompt_order_and_skip_what_is_absent():
+    prompts = ["a", "b", "c", "d"]
+    plain = {"a": [1, 2], "b": [3, 4], "c": [5, 6]}
+    leg = {"a": [1, 2], "b": [3, 9], "c": [7, 6], "d": [1]}
+    plain_lp = {"b": [top((3, -1.0)), top((4, -1.0), (9, -1.0))], "c": [top((5, -1.0), (7, -3.0))]}
+    leg_lp = {"b": [top((3, -1.0)), top((9, -1.0), (4, -1.0))], "c": [top((7, -1.0), (5, -1.0))]}
+    found = ties.mismatches(prompts, plain, leg, plain_lp, leg_lp)
+    assert [(f["prompt_index"], f["prompt"], f["cause"]) for f in found] == [(1, "b", "tie"), (2, "c", "divergence")]
+    assert ties.summary(found) == {"tie": 1, "divergence": 1, "unknown": 0}
+
+
+def test_a_missing_completion_counts_as_a_difference():
+    found = ties.mismatches(["a"], {"a": [1]}, {"a": None}, {}, {})
+    assert found[0]["position"] == 0 and found[0]["leg_token"] is None and found[0]["cause"] == "unknown"
+
+
+E2E_SPEC = importlib.util.spec_from_file_location("sglang_e2e", os.path.join(REPO, "scripts/device/sglang_e2e.py"))
+e2e = importlib.util.module_from_spec(E2E_SPEC)
+E2E_SPEC.loader.exec_module(e2e)
+
+
+def test_the_e2e_run_reads_each_legs_recorded_logprobs():
+    state = {"legs": {"plain": {"greedy_logprobs": {"a": {"status": 200, "output_ids": [1], "top_logprobs": [
+        top((1, -0.1))]}, "b": {"status": 500, "error": "boom"}}}, "spec": {}}}
+    assert e2e.top_logprobs(state, "plain") == {"a": [top((1, -0.1))], "b": None}
+    assert e2e.top_logprobs(state, "spec") == {} and e2e.top_logprobs(state, "absent") == {}
+
+
+def test_the_e2e_run_checks_that_its_logprobs_explain_the_compared_outputs():
+    report = {"completions": [{"prompt": "a", "output_ids": [1]}, {"prompt": "b", "output_ids": [2]}]}
+    recorded = {"a": {"output_ids": [1]}, "b": {"output_ids": [2]}}
+    state = {"legs": {"plain": {"greedy_logprobs": recorded}, "old": {}}}
+    assert e2e.logprob_outputs_agree(state, "plain", report) is True
+    recorded["b"]["output_ids"] = [3]
+    assert e2e.logprob_outputs_agree(state, "plain", report) is False
+    assert e2e.logprob_outputs_agree(state, "old", report) is None

@@ -77,6 +77,16 @@ def mismatches(prompts, plain, leg, plain_logprobs, leg_logprobs, bound=TIE_BOUN
     return out
 
 
+def gaps(top_logprobs):
+    """Per position, the gap between the two best logprobs a server returned (None where it gave fewer than two):
+    how near a tie each greedy decision of a leg was."""
+    out = []
+    for position in range(len(top_logprobs) if isinstance(top_logprobs, list) else 0):
+        best = sorted(top_at(top_logprobs, position).values(), reverse=True)
+        out.append(round(best[0] - best[1], 6) if len(best) >= 2 else None)
+    return out
+
+
 def summary(found):
     """How many mismatches of each cause."""
     counts = {"tie": 0, "divergence": 0, "unknown": 0}

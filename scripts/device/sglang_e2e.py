@@ -397,6 +397,8 @@ def evidence(state):
         "greedy_mismatches": explained,
         "greedy_tie_bound": greedy_ties.TIE_BOUND,
         "greedy_logprobs_agree": {name: logprob_outputs_agree(state, name, reports[name]) for name in reports},
+        "greedy_gaps": {name: [greedy_ties.gaps(top_logprobs(state, name).get(prompt)) for prompt in PROMPTS]
+                        for name in reports},
         "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name in reports},
     }
     with open(os.path.join(OUT, "h200x%d_sglang_e2e.json" % gpu_count()), "w", encoding="utf-8") as handle:

@@ -63,6 +63,12 @@ def test_mismatches_keep_the_prompt_order_and_skip_what_is_absent():
     assert ties.summary(found) == {"tie": 1, "divergence": 1, "unknown": 0}
 
 
+def test_gaps_say_how_near_a_tie_each_decision_was():
+    assert ties.gaps([top((1, -0.5), (2, -0.75)), top((3, -1.0), (4, -1.0)), None, top((5, -0.1))]) == \
+        [0.25, 0.0, None, None]
+    assert ties.gaps(None) == [] and ties.gaps([]) == []
+
+
 def test_a_missing_completion_counts_as_a_difference():
     found = ties.mismatches(["a"], {"a": [1]}, {"a": None}, {}, {})
     assert found[0]["position"] == 0 and found[0]["leg_token"] is None and found[0]["cause"] == "unknown"

@@ -42,16 +42,21 @@ def gap(distribution, chosen, other):
     return round(distribution[chosen] - distribution[other], 6)
 
 
-def explain(plain_ids, leg_ids, plain_top, leg_top, bound=TIE_BOUND):
+def explain(plain_ids, leg_ids, plain_top, leg_top, bound=TIE_BOUND, plain_decoded=None, leg_decoded=None):
     """One mismatch between a leg and the plain leg: where they part, both tokens, each leg's top logprobs there and
     whether both legs saw a tie (each leg's gap between its own token and the other's within the bound). None when
-    the outputs are equal."""
+    the outputs are equal. *_decoded: what the request that returned *_top decoded; its logprobs at the position
+    count only if it decoded the same tokens before it (otherwise they belong to another prefix)."""
     position = first_difference(plain_ids, leg_ids)
     if position is None:
         return None
     plain_token = plain_ids[position] if position < len(plain_ids) else None
     leg_token = leg_ids[position] if position < len(leg_ids) else None
     plain_dist, leg_dist = top_at(plain_top, position), top_at(leg_top, position)
+    if plain_decoded is not None and list(plain_decoded[:position]) != list(plain_ids[:position]):
+        plain_dist = {}
+    if leg_decoded is not None and list(leg_decoded[:position]) != list(leg_ids[:position]):
+        leg_dist = {}
     plain_gap, leg_gap = gap(plain_dist, plain_token, leg_token), gap(leg_dist, leg_token, plain_token)
     if plain_gap is None or leg_gap is None:
         cause = "unknown" if not plain_dist or not leg_dist else "divergence"
@@ -65,13 +70,31 @@ def explain(plain_ids, leg_ids, plain_top, leg_top, bound=TIE_BOUND):
 
 def mismatches(prompts, plain, leg, plain_logprobs, leg_logprobs, bound=TIE_BOUND):
     """Every prompt whose leg output differs from the plain leg's, explained. plain/leg: {prompt: output ids} (the
-    benchmark client's greedy completions); *_logprobs: {prompt: output_top_logprobs} from each leg's server."""
+    benchmark client's greedy completions); *_logprobs: {prompt: {"output_ids": [...], "top_logprobs": [...]}}, the
+    logprob requests to each leg's server."""
     out = []
     for index, prompt in enumerate(prompts):
         if prompt not in plain or prompt not in leg:
             continue
-        found = explain(plain[prompt] or [], leg[prompt] or [], plain_logprobs.get(prompt),
-                        leg_logprobs.get(prompt), bound)
+        ours, theirs = plain_logprobs.get(prompt) or {}, leg_logprobs.get(prompt) or {}
+        found = explain(plain[prompt] or [], leg[prompt] or [], ours.get("top_logprobs"), theirs.get("top_logprobs"),
+                        bound, ours.get("output_ids") or [], theirs.get("output_ids") or [])
+        if found:
+            out.append(dict(found, prompt_index=index, prompt=prompt))
+    return out
+
+
+def repeats(prompts, completions, logprobs, bound=TIE_BOUND):
+    """One server asked twice: where its logprob requests decoded other tokens than the benchmark client's
+    completions, explained with the logprob request's own distribution (the same server breaking a tie another way
+    when the prompt is cached or batched otherwise is a tie too). Same arguments as mismatches, for one leg."""
+    out = []
+    for index, prompt in enumerate(prompts):
+        entry = logprobs.get(prompt) or {}
+        if prompt not in completions or "output_ids" not in entry:
+            continue
+        top = entry.get("top_logprobs")
+        found = explain(completions[prompt] or [], entry["output_ids"] or [], top, top, bound)
         if found:
             out.append(dict(found, prompt_index=index, prompt=prompt))
     return out

@@ -328,19 +328,14 @@ def leg_summary(name, spec, fusion):
                     "server": report.get("server"), "errors": [run["error"] for run in report["runs"] if run["error"]]}
 
 
-def top_logprobs(state, name):
-    """{prompt: output_top_logprobs} one leg's server returned (empty where it returned none)."""
-    return {prompt: entry.get("top_logprobs")
-            for prompt, entry in state["legs"].get(name, {}).get("greedy_logprobs", {}).items()}
+def logprob_requests(state, name):
+    """{prompt: {"output_ids", "top_logprobs"}} of one leg's logprob requests (greedy_logprobs; {} where none)."""
+    return state["legs"].get(name, {}).get("greedy_logprobs", {})
 
 
-def logprob_outputs_agree(state, name, report):
-    """Whether the logprob requests decoded what the benchmark client's completions did (one server, greedy: they
-    must, or the logprobs would explain another output); None where no logprobs were recorded."""
-    recorded = state["legs"].get(name, {}).get("greedy_logprobs")
-    if not recorded:
-        return None
-    return all(recorded.get(c["prompt"], {}).get("output_ids") == c.get("output_ids") for c in report["completions"])
+def completions(report):
+    """{prompt: output ids} of the benchmark client's greedy completions (what the legs are compared on)."""
+    return {c["prompt"]: c.get("output_ids") for c in report["completions"]}
 
 
 def evidence(state):
@@ -358,16 +353,19 @@ def evidence(state):
             continue
         reports[name], summary = leg_summary(name, spec, fusion)
         legs.append(summary)
-    plain = {c["prompt"]: c.get("output_ids") for c in reports["plain"]["completions"]}
+    plain = completions(reports["plain"])
     match, explained = {}, {}
     for name in [n for n in reports if n != "plain"]:
         same = [c.get("output_ids") is not None and c.get("output_ids") == plain.get(c["prompt"])
                 for c in reports[name]["completions"]]
         match[name] = round(sum(same) / len(same), 3) if same else None
-        found = greedy_ties.mismatches(
-            PROMPTS, plain, {c["prompt"]: c.get("output_ids") for c in reports[name]["completions"]},
-            top_logprobs(state, "plain"), top_logprobs(state, name))
+        found = greedy_ties.mismatches(PROMPTS, plain, completions(reports[name]), logprob_requests(state, "plain"),
+                                       logprob_requests(state, name))
         explained[name] = {"counts": greedy_ties.summary(found), "mismatches": found}
+    repeated = {}
+    for name in reports:
+        found = greedy_ties.repeats(PROMPTS, completions(reports[name]), logprob_requests(state, name))
+        repeated[name] = {"counts": greedy_ties.summary(found), "mismatches": found}
     first = state["legs"][state["first_leg"]]
     doc = {
         "made_by": "bash scripts/device/sglang_e2e.sh setup; bash scripts/device/sglang_e2e.sh legs (device tool)",
@@ -396,13 +394,16 @@ def evidence(state):
         "greedy_max_new_tokens": GREEDY_TOKENS,
         "greedy_mismatches": explained,
         "greedy_tie_bound": greedy_ties.TIE_BOUND,
-        "greedy_logprobs_agree": {name: logprob_outputs_agree(state, name, reports[name]) for name in reports},
-        "greedy_gaps": {name: [greedy_ties.gaps(top_logprobs(state, name).get(prompt)) for prompt in PROMPTS]
-                        for name in reports},
+        "greedy_repeat": repeated,
+        "greedy_gaps": {name: [greedy_ties.gaps(logprob_requests(state, name).get(prompt, {}).get("top_logprobs"))
+                               for prompt in PROMPTS] for name in reports},
         "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name in reports},
     }
     with open(os.path.join(OUT, "h200x%d_sglang_e2e.json" % gpu_count()), "w", encoding="utf-8") as handle:
         json.dump(doc, handle, indent=1)
+    with open(os.path.join(OUT, "h200x%d_sglang_greedy_logprobs.json" % gpu_count()), "w", encoding="utf-8") as handle:
+        json.dump({"made_by": doc["made_by"], "date": doc["date"], "prompts": PROMPTS,
+                   "legs": {name: logprob_requests(state, name) for name in reports}}, handle, indent=1)
     fixture = {"sglang": versions.get("sglang"), "recorded": doc["date"], "responses": first.get("responses"),
                "log_lines": first.get("log_lines"), "fusion_log_lines": first.get("fusion_log_lines"),
                "client_result_keys": sorted((reports[state["first_leg"]]["runs"][0]["result"] or {}).keys()),

@@ -19,6 +19,6 @@ timeout "${E2E_LIMIT_S:-560}" "$py" scripts/device/sglang_e2e.py "$@" 2>&1 | tee
 rc=${PIPESTATUS[0]}
 tar czf "$OUT/bundle-$phase.tgz" -C /var/tmp/sglang-e2e out
 [ -f /var/tmp/sglang-e2e/trtllm_comm.so ] && [ "$phase" = setup ] && cp /var/tmp/sglang-e2e/trtllm_comm.so "$OUT/"
-cp /var/tmp/sglang-e2e/out/h200x*_sglang_e2e.json "$OUT/" 2>/dev/null
+cp /var/tmp/sglang-e2e/out/h200x*_sglang_e2e.json /var/tmp/sglang-e2e/out/h200x*_sglang_greedy_logprobs.json "$OUT/" 2>/dev/null
 echo "sglang_e2e $phase: rc=$rc"
 exit "$rc"

@@ -1,4 +1,5 @@
-"""scripts/device/greedy_ties.py: where two greedy legs part and whether the servers' logprobs show a tie there."""
+"""scripts/device/greedy_ties.py: where two greedy legs part and whether the servers' logprobs show a tie there;
+and the e2e script's glue that feeds it."""
 import importlib.util
 import os
 
@@ -7,6 +8,9 @@ from tests.helpers.ansible_run import REPO
 SPEC = importlib.util.spec_from_file_location("greedy_ties", os.path.join(REPO, "scripts/device/greedy_ties.py"))
 ties = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(ties)
+E2E_SPEC = importlib.util.spec_from_file_location("sglang_e2e", os.path.join(REPO, "scripts/device/sglang_e2e.py"))
+e2e = importlib.util.module_from_spec(E2E_SPEC)
+E2E_SPEC.loader.exec_module(e2e)
 
 
 def top(*pairs):
@@ -52,15 +56,40 @@ def test_without_logprobs_the_cause_is_unknown():
     assert ties.explain([5, 1], [5], [top((5, -1.0))], [top((5, -1.0))])["cause"] == "unknown"  # past the end
 
 
+def request(ids, *positions):
+    """What one logprob request to a server returned (sglang_e2e.greedy_logprobs)."""
+    return {"status": 200, "output_ids": ids, "top_logprobs": list(positions)}
+
+
 def test_mismatches_keep_the_prompt_order_and_skip_what_is_absent():
     prompts = ["a", "b", "c", "d"]
     plain = {"a": [1, 2], "b": [3, 4], "c": [5, 6]}
     leg = {"a": [1, 2], "b": [3, 9], "c": [7, 6], "d": [1]}
-    plain_lp = {"b": [top((3, -1.0)), top((4, -1.0), (9, -1.0))], "c": [top((5, -1.0), (7, -3.0))]}
-    leg_lp = {"b": [top((3, -1.0)), top((9, -1.0), (4, -1.0))], "c": [top((7, -1.0), (5, -1.0))]}
+    plain_lp = {"b": request([3, 4], top((3, -1.0)), top((4, -1.0), (9, -1.0))),
+                "c": request([5, 6], top((5, -1.0), (7, -3.0)))}
+    leg_lp = {"b": request([3, 9], top((3, -1.0)), top((9, -1.0), (4, -1.0))),
+              "c": request([7, 6], top((7, -1.0), (5, -1.0)))}
     found = ties.mismatches(prompts, plain, leg, plain_lp, leg_lp)
     assert [(f["prompt_index"], f["prompt"], f["cause"]) for f in found] == [(1, "b", "tie"), (2, "c", "divergence")]
     assert ties.summary(found) == {"tie": 1, "divergence": 1, "unknown": 0}
+
+
+def test_logprobs_of_a_request_that_decoded_another_prefix_explain_nothing():
+    # The plain server's logprob request took token 8 at position 0: its distribution at position 1 follows 8, not 3.
+    plain_lp = {"a": request([8, 4], top((8, -1.0), (3, -1.0)), top((4, -1.0), (9, -1.0)))}
+    leg_lp = {"a": request([3, 9], top((3, -1.0)), top((9, -1.0), (4, -1.0)))}
+    found = ties.mismatches(["a"], {"a": [3, 4]}, {"a": [3, 9]}, plain_lp, leg_lp)
+    assert found[0]["position"] == 1 and found[0]["cause"] == "unknown" and found[0]["plain_top"] == []
+
+
+def test_a_server_that_broke_a_tie_the_other_way_when_asked_again():
+    completions = {"a": [16, 11, 63, 8], "b": [1, 2], "c": [4, 5]}
+    logprobs = {"a": request([16, 11, 58, 1], top((16, -2.6)), top((11, -2.5)), top((63, -2.9), (58, -2.9))),
+                "b": request([1, 2]), "c": request([4, 7], top((4, -1.0)), top((5, -1.0), (7, -2.0)))}
+    found = ties.repeats(["a", "b", "c"], completions, logprobs)
+    assert [(f["prompt"], f["position"], f["plain_token"], f["leg_token"], f["cause"]) for f in found] == [
+        ("a", 2, 63, 58, "tie"), ("c", 1, 5, 7, "divergence")]
+    assert ties.repeats(["a"], completions, {"a": {"status": 500, "error": "boom"}}) == []
 
 
 def test_gaps_say_how_near_a_tie_each_decision_was():
@@ -74,23 +103,11 @@ def test_a_missing_completion_counts_as_a_difference():
     assert found[0]["position"] == 0 and found[0]["leg_token"] is None and found[0]["cause"] == "unknown"
 
 
-E2E_SPEC = importlib.util.spec_from_file_location("sglang_e2e", os.path.join(REPO, "scripts/device/sglang_e2e.py"))
-e2e = importlib.util.module_from_spec(E2E_SPEC)
-E2E_SPEC.loader.exec_module(e2e)
 
-
-def test_the_e2e_run_reads_each_legs_recorded_logprobs():
-    state = {"legs": {"plain": {"greedy_logprobs": {"a": {"status": 200, "output_ids": [1], "top_logprobs": [
-        top((1, -0.1))]}, "b": {"status": 500, "error": "boom"}}}, "spec": {}}}
-    assert e2e.top_logprobs(state, "plain") == {"a": [top((1, -0.1))], "b": None}
-    assert e2e.top_logprobs(state, "spec") == {} and e2e.top_logprobs(state, "absent") == {}
-
-
-def test_the_e2e_run_checks_that_its_logprobs_explain_the_compared_outputs():
-    report = {"completions": [{"prompt": "a", "output_ids": [1]}, {"prompt": "b", "output_ids": [2]}]}
-    recorded = {"a": {"output_ids": [1]}, "b": {"output_ids": [2]}}
-    state = {"legs": {"plain": {"greedy_logprobs": recorded}, "old": {}}}
-    assert e2e.logprob_outputs_agree(state, "plain", report) is True
-    recorded["b"]["output_ids"] = [3]
-    assert e2e.logprob_outputs_agree(state, "plain", report) is False
-    assert e2e.logprob_outputs_agree(state, "old", report) is None
+def test_the_e2e_run_reads_each_legs_logprob_requests_and_completions():
+    state = {"legs": {"plain": {"greedy_logprobs": {"a": request([1], top((1, -0.1))),
+                                                    "b": {"status": 500, "error": "boom"}}}, "spec": {}}}
+    assert e2e.logprob_requests(state, "plain")["a"]["output_ids"] == [1]
+    assert e2e.logprob_requests(state, "spec") == {} and e2e.logprob_requests(state, "absent") == {}
+    report = {"completions": [{"prompt": "a", "output_ids": [1]}, {"prompt": "b", "error": "timed out"}]}
+    assert e2e.completions(report) == {"a": [1], "b": None}

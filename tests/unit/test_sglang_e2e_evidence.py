@@ -19,10 +19,10 @@ from tests.helpers.ansible_run import REPO
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
 FILES = sorted(glob.glob(os.path.join(FIXTURES, "h200x*_sglang_e2e.json")))
 ROLE_STEPS = ("ansible_setup", "ansible_prove")
-# The test model's greedy decisions read on the CPU (scripts/device/greedy_margins.py): what explains the mismatch
-# of the 1x H200 run, which predates the servers' own logprobs in the evidence.
+# The test model's greedy decisions read on the CPU (scripts/device/greedy_margins.py), and what each leg's server
+# returned for the same prompts with their top-2 logprobs (h200x<N>_sglang_greedy_logprobs.json).
 CPU_MARGINS = os.path.join(FIXTURES, "test_model_greedy_margins_cpu.json")
-FIRST_RUN = "h200x1_sglang_e2e.json"
+CPU_READ_RUN = "h200x1_sglang_e2e.json"
 _SPEC = importlib.util.spec_from_file_location("greedy_ties", os.path.join(REPO, "scripts/device/greedy_ties.py"))
 ties = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(ties)
@@ -67,7 +67,9 @@ def test_the_server_was_started_from_the_rendered_unit(evidence):
     start = evidence["server_start"]
     assert start["argv"][:3] == ["/opt/sglang/current/bin/python", "-m", "sglang.launch_server"]
     assert start["user"] == "sglang" and start["cwd"] == "/var/lib/sglang"
-    assert start["environment_files"] == ["/etc/sglang/runtime.env", "-/etc/sglang/nccl.env"]
+    # sglang_server lists the all-reduce path's file last, optional, on every host (docs/allreduce-paths.md)
+    assert start["environment_files"] == ["/etc/sglang/runtime.env", "-/etc/sglang/nccl.env",
+                                          "-/etc/sglang/allreduce.env"]
     assert {"NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"} <= set(start["added"])
     argv = start["argv"]
     assert argv[argv.index("--tp-size") + 1] == str(evidence["tp_size"])
@@ -105,29 +107,48 @@ def mismatched(evidence):
             if name != "plain" for index, ids in enumerate(outputs) if ids != plain[index]]
 
 
+def logprob_requests(evidence):
+    doc = load(os.path.join(FIXTURES, evidence["_file"].replace("_sglang_e2e.json", "_sglang_greedy_logprobs.json")))
+    assert doc["date"] == evidence["date"]  # the same run
+    return doc
+
+
 def test_every_greedy_mismatch_is_a_tie_in_the_servers_own_logprobs(evidence):
     """EAGLE-3 is lossless under greedy decoding where the argmax is unique: a mismatch must sit where both legs'
-    two best tokens were within one bf16 step. A divergence is a finding to chase, not a bound to widen."""
-    if "greedy_mismatches" not in evidence:
-        assert evidence["_file"] == FIRST_RUN  # only the first run predates the logprobs; the CPU test covers it
-        return
+    two best tokens were within one bf16 step. A divergence is a finding to chase, not a bound to widen. Computed
+    again here from what the servers returned."""
+    requests = logprob_requests(evidence)
+    prompts = requests["prompts"]
+    outputs = {name: dict(zip(prompts, ids)) for name, ids in evidence["completions"].items()}
     assert evidence["greedy_tie_bound"] == ties.TIE_BOUND
-    assert all(evidence["greedy_logprobs_agree"].values()), evidence["greedy_logprobs_agree"]
-    found = {(name, m["prompt_index"]) for name, leg in evidence["greedy_mismatches"].items()
-             for m in leg["mismatches"]}
-    assert found == {(name, index) for name, index, _p, _l in mismatched(evidence)}
+    assert sorted(evidence["greedy_mismatches"]) == sorted(n for n in outputs if n != "plain")
     for name, leg in evidence["greedy_mismatches"].items():
-        assert leg["counts"] == ties.summary(leg["mismatches"])
-        for item in leg["mismatches"]:
+        found = ties.mismatches(prompts, outputs["plain"], outputs[name], requests["legs"]["plain"],
+                                requests["legs"][name])
+        assert leg["mismatches"] == found and leg["counts"] == ties.summary(found)
+        assert {m["prompt_index"] for m in found} == {i for n, i, _p, _l in mismatched(evidence) if n == name}
+        for item in found:
             assert item["cause"] == "tie", "leg %s, prompt %d: %s" % (name, item["prompt_index"], item)
-            assert abs(item["plain_gap"]) <= ties.TIE_BOUND and abs(item["leg_gap"]) <= ties.TIE_BOUND
 
 
-def test_the_first_runs_mismatch_is_a_bf16_tie_of_the_same_model_read_on_the_cpu():
+def test_a_server_asked_twice_differs_from_itself_only_at_ties(evidence):
+    """The logprob requests come after the benchmark client's completions, with the prompts in the radix cache: the
+    same server may then break a tie the other way (the 1x H200 plain leg did, twice), never anything else."""
+    requests = logprob_requests(evidence)
+    prompts = requests["prompts"]
+    for name, ids in evidence["completions"].items():
+        found = ties.repeats(prompts, dict(zip(prompts, ids)), requests["legs"][name])
+        if "greedy_repeat" in evidence:  # written by the script since this check exists
+            assert evidence["greedy_repeat"][name]["mismatches"] == found
+        for item in found:
+            assert item["cause"] == "tie", "leg %s asked again, prompt %d: %s" % (name, item["prompt_index"], item)
+
+
+def test_the_one_gpu_runs_mismatch_is_a_bf16_tie_of_the_same_model_read_on_the_cpu():
     """The 1x H200 run's one mismatch (prompt 6, token 4: plain 86, EAGLE-3 12), read again on the CPU from the
     same seeded model: the plain prefix up to there is the CPU's own greedy choice, and at that position the two
     tokens are its two best with bf16 logits within one step (equal, in fact)."""
-    evidence = load(os.path.join(FIXTURES, FIRST_RUN))
+    evidence = load(os.path.join(FIXTURES, CPU_READ_RUN))
     cpu = {row["prompt"]: row["decisions"] for row in load(CPU_MARGINS)["dtypes"]["bfloat16"]}
     prompts = [c["prompt"] for c in load(CPU_MARGINS)["dtypes"]["float32"]]
     assert len(prompts) == len(evidence["completions"]["plain"])

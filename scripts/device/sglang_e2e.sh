@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real SGLang server on the device machine through the project's roles (see sglang_e2e.py), one phase a call:
-#   run(kind="nvidia-h200-x2", carry=[".device/carry"], command="bash scripts/device/sglang_e2e.sh setup")
-#   run(command="bash scripts/device/sglang_e2e.sh legs")     # while the machine is warm (one command can chain both)
+#   run(kind="nvidia-h200-x2", carry=[".device/carry"], command="E2E_LIMIT_S=585 bash scripts/device/sglang_e2e.sh setup")
+#   run(command="E2E_LIMIT_S=585 bash scripts/device/sglang_e2e.sh legs")   # within the 30 s the machine stays warm
+# On one GPU (no fusion canary, no trtllm_comm JIT build) one command chains both (docs/device-sglang-e2e.md).
 # .device/carry/wheelhouse.tar.xz is made here by scripts/device/build_wheelhouse.py. What comes back: $OUT/
 # bundle-<phase>.tgz (logs, state, bench results, the evidence) and, after setup, FlashInfer's built trtllm_comm.
 set -uo pipefail

@@ -18,8 +18,8 @@ def write_unit(tmp_path, render_only):
     refuse.chmod(0o755)
     units = tmp_path / "units"
     units.mkdir()
-    rc, report = run_playbook(PLAYBOOK, {"sglang_layout_unit_dir": str(units), "sglang_server_render_only": render_only},
-                              env={"PATH": "%s:%s" % (fake, os.environ["PATH"])})
+    variables = {"sglang_layout_unit_dir": str(units), "sglang_server_render_only": render_only}
+    rc, report = run_playbook(PLAYBOOK, variables, env={"PATH": "%s:%s" % (fake, os.environ["PATH"])})
     failed = [result for _name, result in task_results(report) if result.get("failed")]
     return rc, failed, units / "sglang.service", calls.read_text() if calls.exists() else ""
 

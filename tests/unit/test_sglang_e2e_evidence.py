@@ -148,12 +148,13 @@ def test_the_one_gpu_runs_mismatch_is_a_bf16_tie_of_the_same_model_read_on_the_c
     """The 1x H200 run's one mismatch (prompt 6, token 4: plain 86, EAGLE-3 12), read again on the CPU from the
     same seeded model: the plain prefix up to there is the CPU's own greedy choice, and at that position the two
     tokens are its two best with bf16 logits within one step (equal, in fact)."""
-    evidence = load(os.path.join(FIXTURES, CPU_READ_RUN))
-    cpu = {row["prompt"]: row["decisions"] for row in load(CPU_MARGINS)["dtypes"]["bfloat16"]}
-    prompts = [c["prompt"] for c in load(CPU_MARGINS)["dtypes"]["float32"]]
+    evidence, margins = load(os.path.join(FIXTURES, CPU_READ_RUN)), load(CPU_MARGINS)
+    rows = margins["dtypes"]["bfloat16"]
+    cpu = {row["prompt"]: row["decisions"] for row in rows}
+    prompts = [row["prompt"] for row in rows]
     assert len(prompts) == len(evidence["completions"]["plain"])
-    assert load(CPU_MARGINS)["hidden_size"] == evidence["model"]["hidden_size"]
-    assert load(CPU_MARGINS)["layers"] == evidence["model"]["layers"]
+    assert margins["hidden_size"] == evidence["model"]["hidden_size"]
+    assert margins["layers"] == evidence["model"]["layers"]
     found = mismatched(evidence)
     assert [(name, index) for name, index, _p, _l in found] == [("spec_nofusion", 5)]
     for _name, index, plain, leg in found:

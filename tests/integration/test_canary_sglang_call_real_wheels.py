@@ -1,19 +1,16 @@
 """The canary mirrors each SGLang release's own call of FlashInfer's fused kernel, read from the real wheels."""
-import importlib.util
 import os
 import zipfile
 
 import pytest
 
 from tests.helpers import wheels
+from tests.helpers.script_module import load_file
 
 pytestmark = pytest.mark.wheels
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location(
-    "fusion_canary_real", os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canary.py"))
-canary = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(canary)
+canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary_real")
 
 FILES = (canary.SG_FUSION,) + canary.SG_CALLERS + canary.SG_MAX_BATCH
 

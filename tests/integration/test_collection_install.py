@@ -5,19 +5,17 @@ Built from this checkout (scripts/build_collection.py, what `make collection` ru
 checkout's ansible.cfg nor its library/ or roles/: ansible-doc renders every module by FQCN, every playbook passes
 a syntax check by FQCN, and the host group is the inventory's, whatever it is called.
 """
-import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-_spec = importlib.util.spec_from_file_location("build_collection", os.path.join(REPO, "scripts", "build_collection.py"))
-bc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bc)
+bc = load_file("scripts/build_collection.py", "build_collection")
 
 MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "library")) if f.endswith(".py"))
 PLAYBOOKS = sorted(f[:-4] for f in os.listdir(os.path.join(REPO, "playbooks")) if f.endswith(".yml"))

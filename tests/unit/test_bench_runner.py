@@ -1,14 +1,11 @@
 """bench_runner.py runs every client run of a measurement in one child process (the client's own __main__ through
 runpy, so torch is imported once): each run keeps its own result, exit code and log, and one run's crash or exit is
 that run's error, not the measurement's."""
-import importlib.util
-import json
 import os
 
-RUNNER = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_benchmark", "files", "bench_runner.py")
-spec = importlib.util.spec_from_file_location("bench_runner", RUNNER)
-bench_runner = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench_runner)
+from tests.helpers.script_module import load_file
+
+bench_runner = load_file("roles/sglang_benchmark/files/bench_runner.py", "bench_runner")
 
 # A client stand-in that behaves by the run's --seed: 1 writes a result, 2 raises, 3 exits 3, 4 hangs.
 FAKE_CLIENT = '''

@@ -2,7 +2,6 @@
 the client already, take the caller's environment (the API key reaches the client, never the warm process), are
 stopped on time, and fall back to a process of their own, saying why, whenever the warm path cannot run them."""
 import contextlib
-import importlib.util
 import json
 import os
 import signal
@@ -12,10 +11,9 @@ import time
 
 import pytest
 
-RUNNER = os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_benchmark", "files", "bench_runner.py")
-spec = importlib.util.spec_from_file_location("bench_runner_warm_test", RUNNER)
-bench_runner = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench_runner)
+from tests.helpers.script_module import load_file
+
+bench_runner = load_file("roles/sglang_benchmark/files/bench_runner.py", "bench_runner_warm_test")
 
 # A client stand-in. Importing it (the warm process does) records the importing process; a run reports that
 # process, its own, the API key it sees, and behaves by --seed: 1 writes a result, 4 hangs. WARM_FAKE_IMPORT_FAILS

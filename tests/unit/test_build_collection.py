@@ -1,16 +1,14 @@
 """scripts/build_collection.py: the transforms that turn the checkout into the gpufleet.sglang collection."""
 import ast
-import importlib.util
 import os
 import textwrap
 
 import pytest
 import yaml
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location("build_collection", os.path.join(REPO, "scripts", "build_collection.py"))
-bc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bc)
+bc = load_file("scripts/build_collection.py", "build_collection")
 
 TARGET = "ansible_collections.ns.coll.plugins.module_utils"
 FQCN = "ns.coll."

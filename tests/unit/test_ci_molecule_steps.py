@@ -1,13 +1,9 @@
 """scripts/ci-molecule-steps.py: a stage line per molecule step, and the slowest plays of the run."""
-import importlib.util
 import io
-import os
 import sys
+from tests.helpers.script_module import load_file
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "ci-molecule-steps.py")
-spec = importlib.util.spec_from_file_location("ci_molecule_steps", SCRIPT)
-steps = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(steps)
+steps = load_file("scripts/ci-molecule-steps.py", "ci_molecule_steps")
 
 # molecule's own framing and colours, as it prints them; line k is read at 10 k seconds.
 OUTPUT = (

@@ -3,7 +3,6 @@
 ansible-builder create renders the build context (no image, no registry); introspect reads the installed
 collection's Python and system needs the way the image build does.
 """
-import importlib.util
 import json
 import os
 import re
@@ -13,12 +12,11 @@ import sys
 
 import pytest
 import yaml
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
-_spec = importlib.util.spec_from_file_location("build_collection", os.path.join(REPO, "scripts", "build_collection.py"))
-bc = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bc)
+bc = load_file("scripts/build_collection.py", "build_collection")
 
 
 def tool(name):

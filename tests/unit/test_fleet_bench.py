@@ -1,6 +1,5 @@
 """The fleet benchmark's logic (lab/fleet_bench.py) and the fleet lab's inventory (inventories/fleet/fleet.py):
 recaps judged, per-play seconds read from profile_tasks output, the table's ratios, the names/ports/profiles."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -9,17 +8,11 @@ import sys
 import pytest
 
 from tests.helpers.ansible_run import REPO
+from tests.helpers.script_module import load_file
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load("lab/fleet_bench.py", "fleet_bench")
-fleet = load("inventories/fleet/fleet.py", "fleet_inventory")
+bench = load_file("lab/fleet_bench.py", "fleet_bench")
+fleet = load_file("inventories/fleet/fleet.py", "fleet_inventory")
 
 
 def stamp(elapsed):

@@ -1,17 +1,15 @@
 """The canary's judgement, shapes and SGLang-call reading, on CPUs (no torch): planted failures must fail it."""
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canary.py")
-_spec = importlib.util.spec_from_file_location("fusion_canary_under_test", SCRIPT)
-canary = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(canary)
+canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary_under_test")
 
 TODAY = [1, 2, 4, 8, 16, 32, 64, 128]
 

@@ -4,27 +4,20 @@ tests/fixtures/device/h200x2_fusion_canary.json and h200x2_fusion_probes.json we
 scripts/device/fusion_probes_evidence.sh on 2x NVIDIA H200 (SM90, NVLink), flashinfer-python 0.6.18, torch 2.11,
 NCCL 2.28.9 (README: "GPU probes").
 """
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEVICE = os.path.join(REPO, "tests", "fixtures", "device")
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-canary = load("roles/fusion_patch/files/fusion_canary.py", "fusion_canary")
-bench = load("roles/gpu_probes/files/allreduce_bench.py", "allreduce_bench")
+canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary")
+bench = load_file("roles/gpu_probes/files/allreduce_bench.py", "allreduce_bench")
 CANARY = json.load(open(os.path.join(DEVICE, "h200x2_fusion_canary.json")))
 PROBES = json.load(open(os.path.join(DEVICE, "h200x2_fusion_probes.json")))["results"]
 

@@ -1,16 +1,10 @@
 """scripts/device/greedy_ties.py: where two greedy legs part and whether the servers' logprobs show a tie there;
 and the e2e script's glue that feeds it."""
-import importlib.util
-import os
 
-from tests.helpers.ansible_run import REPO
+from tests.helpers.script_module import load_file
 
-SPEC = importlib.util.spec_from_file_location("greedy_ties", os.path.join(REPO, "scripts/device/greedy_ties.py"))
-ties = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(ties)
-E2E_SPEC = importlib.util.spec_from_file_location("sglang_e2e", os.path.join(REPO, "scripts/device/sglang_e2e.py"))
-e2e = importlib.util.module_from_spec(E2E_SPEC)
-E2E_SPEC.loader.exec_module(e2e)
+ties = load_file("scripts/device/greedy_ties.py", "greedy_ties")
+e2e = load_file("scripts/device/sglang_e2e.py", "sglang_e2e")
 
 
 def top(*pairs):

@@ -1,12 +1,9 @@
 """The filter every journal excerpt the sglang_server role prints goes through: the API key never comes out."""
-import importlib.util
 import os
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SPEC = importlib.util.spec_from_file_location(
-    "journal_excerpt", os.path.join(REPO, "roles", "sglang_server", "files", "journal_excerpt.py"))
-journal_excerpt = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(journal_excerpt)
+journal_excerpt = load_file("roles/sglang_server/files/journal_excerpt.py", "journal_excerpt")
 
 KEY = "sk-Zq81xKdfe0"
 # SGLang 0.5.21 (engine.py): logger.info(f"server_args={server_args.resolved_dict()}"), a Python dict repr.

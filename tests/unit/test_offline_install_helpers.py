@@ -1,23 +1,15 @@
 """The pure parts of the offline install and the device test bed: wheelhouse matching, the base-torch verdict,
 and reading a rendered unit the way systemd does (scripts/device/unit_exec.py)."""
-import importlib.util
 import os
 
 import pytest
 
-from tests.helpers.ansible_run import REPO
+from tests.helpers.script_module import load_file
 
 
-def load(path, name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-wheelhouse = load("roles/sglang_install/files/wheelhouse_check.py", "wheelhouse_check")
-smoke = load("roles/sglang_install/files/base_torch_smoke.py", "base_torch_smoke")
-unit_exec = load("scripts/device/unit_exec.py", "unit_exec")
+wheelhouse = load_file("roles/sglang_install/files/wheelhouse_check.py", "wheelhouse_check")
+smoke = load_file("roles/sglang_install/files/base_torch_smoke.py", "base_torch_smoke")
+unit_exec = load_file("scripts/device/unit_exec.py", "unit_exec")
 
 FILES = ["sgl_deep_gemm-0.1.5.post1-py3-none-manylinux2014_x86_64.whl",
          "sglang_kernel-0.4.5-cp310-abi3-manylinux2014_x86_64.whl",

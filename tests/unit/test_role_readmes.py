@@ -1,13 +1,11 @@
 """Each role's README: present, and its variables table equal to what meta/argument_specs.yml says."""
-import importlib.util
 import os
 
 import pytest
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_spec = importlib.util.spec_from_file_location("role_readmes", os.path.join(REPO, "scripts", "role_readmes.py"))
-rr = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(rr)
+rr = load_file("scripts/role_readmes.py", "role_readmes")
 
 ROLES = rr.roles()
 

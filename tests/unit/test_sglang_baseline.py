@@ -1,14 +1,10 @@
 """filter_plugins/sglang_baseline.py: whether a recorded baseline can be compared with this gate run."""
-import importlib.util
 import json
-import os
 
 import pytest
+from tests.helpers.script_module import load_file
 
-PLUGIN = os.path.join(os.path.dirname(__file__), "..", "..", "filter_plugins", "sglang_baseline.py")
-spec = importlib.util.spec_from_file_location("sglang_baseline", PLUGIN)
-sglang_baseline = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sglang_baseline)
+sglang_baseline = load_file("filter_plugins/sglang_baseline.py", "sglang_baseline")
 
 RECORDED = {"input_len": 16, "output_len": 128, "num_prompts": 8, "seed": 1, "gate_concurrency": 1,
             "correctness_max_new_tokens": 32}

@@ -1,13 +1,9 @@
 """filter_plugins/sglang_batches.py: what `serial` takes is accepted, anything else is named before a play starts."""
-import importlib.util
-import os
 
 import pytest
+from tests.helpers.script_module import load_file
 
-PLUGIN = os.path.join(os.path.dirname(__file__), "..", "..", "filter_plugins", "sglang_batches.py")
-spec = importlib.util.spec_from_file_location("sglang_batches", PLUGIN)
-sglang_batches = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sglang_batches)
+sglang_batches = load_file("filter_plugins/sglang_batches.py", "sglang_batches")
 
 
 @pytest.mark.parametrize("value", [1, 8, "3", "25%", " 100% ", "1%", [1, "25%"], ["50%", 4]])

@@ -6,7 +6,6 @@ recorded as not run). h200x2: the full run the issue asks for (fusion leg, fused
 exists.
 """
 import glob
-import importlib.util
 import json
 import os
 import re
@@ -15,6 +14,7 @@ import statistics
 import pytest
 
 from tests.helpers.ansible_run import REPO
+from tests.helpers.script_module import load_file
 
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
 FILES = sorted(glob.glob(os.path.join(FIXTURES, "h200x*_sglang_e2e.json")))
@@ -23,9 +23,7 @@ ROLE_STEPS = ("ansible_setup", "ansible_prove")
 # returned for the same prompts with their top-2 logprobs (h200x<N>_sglang_greedy_logprobs.json).
 CPU_MARGINS = os.path.join(FIXTURES, "test_model_greedy_margins_cpu.json")
 CPU_READ_RUN = "h200x1_sglang_e2e.json"
-_SPEC = importlib.util.spec_from_file_location("greedy_ties", os.path.join(REPO, "scripts/device/greedy_ties.py"))
-ties = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(ties)
+ties = load_file("scripts/device/greedy_ties.py", "greedy_ties")
 
 
 def load(path):

@@ -1,14 +1,10 @@
 """filter_plugins/sglang_url.py: the one place the server's URL is built."""
-import importlib.util
-import os
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from tests.helpers.script_module import load_file
 
-PLUGIN = os.path.join(os.path.dirname(__file__), "..", "..", "filter_plugins", "sglang_url.py")
-spec = importlib.util.spec_from_file_location("sglang_url", PLUGIN)
-sglang_url = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sglang_url)
+sglang_url = load_file("filter_plugins/sglang_url.py", "sglang_url")
 
 
 @pytest.mark.parametrize("host, url", [

@@ -10,11 +10,11 @@ import re
 import pytest
 
 from tests.helpers.ansible_run import REPO
-from tests.unit.test_offline_install_helpers import load
+from tests.helpers.script_module import load_file
 
 DEVICE = os.path.join(REPO, "tests", "fixtures", "device")
 STEP = re.compile(r"jit_(\w+): rc=(\d+) wall=(\d+)s$")
-bw = load("scripts/device/build_wheelhouse.py", "build_wheelhouse")
+bw = load_file("scripts/device/build_wheelhouse.py", "build_wheelhouse")
 
 
 def bundle(name):

@@ -5,9 +5,9 @@ is (docs/allreduce-paths.md)."""
 import io
 import zipfile
 
-from tests.unit.test_offline_install_helpers import load
+from tests.helpers.script_module import load_file
 
-bw = load("scripts/device/build_wheelhouse.py", "build_wheelhouse")
+bw = load_file("scripts/device/build_wheelhouse.py", "build_wheelhouse")
 
 
 def test_a_release_of_its_own_is_trimmed_by_its_own_rule_and_others_by_their_name():

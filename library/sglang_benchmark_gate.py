@@ -67,6 +67,15 @@ options:
     description: Lowest token match rate (0..1) of the greedy completions that passes.
     type: float
     default: 0.75
+  tie_max_gap:
+    description:
+      - A prompt whose completion parts from the baseline's where, in both servers' top-2 logprobs, the two tokens
+        are the two best and at most this far apart (nats) parted at a tie and counts as matching.
+      - The default is one bfloat16 step of logits from 16 to 32; 0 takes exact ties only. From 0 to 0.5.
+      - Completions without logprobs (a server that refuses them, a baseline recorded before they were asked for)
+        are compared token by token.
+    type: float
+    default: 0.125
   results_dir:
     description: Controller folder for the artifacts (relative paths resolve from the working directory).
     type: path
@@ -127,7 +136,7 @@ summary:
   returned: always
   type: dict
 correctness:
-  description: match_rate and per-prompt rows, when checked.
+  description: match_rate, ties (prompts that parted at a tie) and per-prompt rows (match, tie_at), when checked.
   returned: when correctness is on and not record_baseline
   type: dict
 artifacts:
@@ -224,6 +233,7 @@ def main():
             gate_concurrency=dict(type="int", default=1),
             correctness=dict(type="bool", default=True),
             min_match_rate=dict(type="float", default=0.75),
+            tie_max_gap=dict(type="float", default=0.125),
             results_dir=dict(type="path", required=True),
             context=dict(type="dict", default={}),
             write_artifacts=dict(type="bool", default=True),
@@ -234,7 +244,7 @@ def main():
     p = module.params
     measurement = p["measurement"]
     problems = bench_gate.input_problems(p["host"], p["margin_pct"], p["gate_concurrency"], p["min_match_rate"],
-                                         p["baseline_tok_s"])
+                                         p["baseline_tok_s"], p["tie_max_gap"])
     if problems:
         module.fail_json(msg="benchmark gate refused its inputs, nothing written: %s" % "; ".join(problems))
     try:
@@ -265,7 +275,8 @@ def main():
                 correctness = {"prompts": len(measurement["completions"]), "match_rate": 0.0,
                                "rows": [], "errors": [c["error"] for c in broken]}
             else:
-                correctness = bench_gate.compare_completions(baseline["completions"], measurement["completions"])
+                correctness = bench_gate.compare_completions(baseline["completions"], measurement["completions"],
+                                                             p["tie_max_gap"])
         verdict = bench_gate.judge(summary, p["gate_concurrency"], baseline_tok_s, p["margin_pct"], correctness,
                                    p["min_match_rate"])
     except (bench_gate.GateInputError, KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -70,6 +70,11 @@ CONFIG_DEFAULTS = {
     "accept_length": 2.0,  # tokens per verify step with speculative decoding (reported, and the chunking)
     "noise_pct": 0.0,  # each request's speed drawn uniformly within +-noise_pct % (seeded)
     "wrong_output": False,  # completions are deterministic garbage (a broken kernel that stays fast)
+    # greedy output positions where the two best tokens have the same logprob (the bf16 ties the real server showed,
+    # docs/benchmark-gate.md); tie_break says which of the two a greedy request takes there, first or second (on a
+    # real server the kernels and the batch decide), and the rest of the completion follows from that choice
+    "greedy_ties": [],
+    "tie_break": "first",
     "seed": 0,  # seeds the noise and non-greedy sampling
     "health_check_s": 1.0,  # how long a 200 from /health or /health_generate takes (the real one waits >= 1 s)
     "hidden_dim": None,  # hidden_dim in the fusion line; None: the model's config.json, else 7168 (Kimi-K2)
@@ -79,7 +84,8 @@ CONFIG_DEFAULTS = {
     "allreduce_paths": {},
 }
 ALLREDUCE_PATHS = ("nccl", "fusion", "pcie_ipc", "fusion+pcie_ipc")
-ALLREDUCE_PATH_KEYS = ("tokens_per_s", "wrong_output")
+ALLREDUCE_PATH_KEYS = ("tokens_per_s", "wrong_output", "tie_break")
+TIE_BREAKS = ("first", "second")
 PCIE_SWITCH = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"  # sglang/srt/environ.py (0.5.21+), an EnvBool
 PCIE_WORLD_SIZES = (2, 4, 8)  # _SUPPORTED_WORLD_SIZES of SGLang's and FlashInfer's pcie_ipc_ar.py
 FUSION_VARIANTS = ("enabled", "skipped", "disabled", "refused", "none")
@@ -194,6 +200,11 @@ def load_config():
         raise ConfigError("%s: fusion_log must be one of %s" % (path, ", ".join(FUSION_VARIANTS)))
     if cfg["fusion_error"] is not None and not isinstance(cfg["fusion_error"], str):
         raise ConfigError("%s: fusion_error must be null or a string" % path)
+    if not isinstance(cfg["greedy_ties"], list) or any(isinstance(p, bool) or not isinstance(p, int) or p < 0
+                                                       for p in cfg["greedy_ties"]):
+        raise ConfigError("%s: greedy_ties must be a list of output positions (integers >= 0)" % path)
+    if cfg["tie_break"] not in TIE_BREAKS:
+        raise ConfigError("%s: tie_break must be one of %s" % (path, ", ".join(TIE_BREAKS)))
     check_allreduce_paths(path, cfg["allreduce_paths"])
     return cfg, path, True
 
@@ -213,6 +224,8 @@ def check_allreduce_paths(path, paths):
             raise ConfigError("%s: allreduce_paths.%s.tokens_per_s must be a number > 0" % (path, name))
         if not isinstance(override.get("wrong_output", False), bool):
             raise ConfigError("%s: allreduce_paths.%s.wrong_output must be true or false" % (path, name))
+        if override.get("tie_break", "first") not in TIE_BREAKS:
+            raise ConfigError("%s: allreduce_paths.%s.tie_break must be one of %s" % (path, name, ", ".join(TIE_BREAKS)))
 
 
 # ------------------------------------------------------------------------------------------- server flags
@@ -611,24 +624,38 @@ class Server(object):
         return max(1, len(re.findall(r"\w+|[^\w\s]", prompt or "")))
 
     def make_tokens(self, prompt_key, n, temperature, seed):
-        """n (token_id, text) pairs. Greedy (temperature 0, or an explicit seed) is a function of the prompt."""
+        """n (token_id, text) pairs and each one's top two [(token_id, logprob), ...]. Greedy (temperature 0, or an
+        explicit seed) is a function of the prompt; at a greedy tie (greedy_ties) both tokens have one logprob and
+        tie_break picks the one taken, from which the rest of the completion follows."""
+        wrong = self.cfg["wrong_output"]
+
+        def seeded(tag):
+            digest = hashlib.sha256(("%s|%s|%s%s" % ("wrong" if wrong else "right",
+                                                     "" if temperature == 0 else seed, prompt_key, tag)).encode())
+            return random.Random(digest.digest())
         if temperature == 0 or seed is not None:
-            digest = hashlib.sha256(("%s|%s|%s" % ("wrong" if self.cfg["wrong_output"] else "right",
-                                                   "" if temperature == 0 else seed, prompt_key)).encode()).digest()
-            rng = random.Random(digest)
+            rng = seeded("")
         else:
             with self.lock:
                 rng = random.Random(self.rng.random())
-        tokens = []
-        for _ in range(n):
-            if self.cfg["wrong_output"]:
+        ties = set(self.cfg["greedy_ties"]) if temperature == 0 and not wrong else set()
+        tokens, top = [], []
+        for position in range(n):
+            if wrong:
                 text = " " + "".join(rng.choice(GARBAGE) for _ in range(rng.randint(2, 5)))
-                tokens.append((100000 + rng.randrange(50000), text))
-            else:
-                index = rng.randrange(len(WORDS))
-                word = WORDS[index]
-                tokens.append((1000 + index, word if word in ".," else " " + word))
-        return tokens
+                token_id = 100000 + rng.randrange(50000)
+                tokens.append((token_id, text))
+                top.append([(token_id, -1.5), (token_id + 1, -2.25)])
+                continue
+            index = rng.randrange(len(WORDS))
+            other = (index + 7) % len(WORDS)  # the runner-up, and its logprob, follow from the token (no draw)
+            best = -0.25 - 0.125 * (index % 8)
+            top.append([(1000 + index, best), (1000 + other, best if position in ties else best - 0.5)])
+            if position in ties and self.cfg["tie_break"] == "second":
+                index, rng = other, seeded("|tie at %d" % position)
+            word = WORDS[index]
+            tokens.append((1000 + index, word if word in ".," else " " + word))
+        return tokens, top
 
     def speed(self):
         rate = float(self.cfg["tokens_per_s"])
@@ -663,7 +690,7 @@ class Server(object):
 class Generation(object):
     """One request's generation: yields (tokens so far, finished) at the configured rate."""
 
-    def __init__(self, server, prompt, params, rid=None):
+    def __init__(self, server, prompt, params, rid=None, logprobs=(False, 0)):
         self.server = server
         self.prompt = prompt
         self.prompt_key = json.dumps(prompt) if isinstance(prompt, list) else prompt
@@ -683,8 +710,14 @@ class Generation(object):
         stop = params.get("stop") or []
         self.stop = [stop] if isinstance(stop, str) else [s for s in stop if isinstance(s, str) and s]
         self.rid = rid or uuid.uuid4().hex
-        self.tokens = server.make_tokens(self.prompt_key, self.max_new_tokens, self.temperature,
-                                         params.get("sampling_seed", params.get("seed")))
+        self.tokens, self.top = server.make_tokens(self.prompt_key, self.max_new_tokens, self.temperature,
+                                                   params.get("sampling_seed", params.get("seed")))
+        self.return_logprob, self.top_logprobs_num = logprobs
+        if not isinstance(self.return_logprob, bool):
+            raise ValueError("return_logprob must be true or false, got %r" % (self.return_logprob,))
+        if isinstance(self.top_logprobs_num, bool) or not isinstance(self.top_logprobs_num, int) \
+                or self.top_logprobs_num < 0:
+            raise ValueError("top_logprobs_num must be a non-negative integer, got %r" % (self.top_logprobs_num,))
         self.start = time.time()
         self.rate = server.speed()
         self.text = ""
@@ -789,7 +822,21 @@ class Generation(object):
                     meta["spec_accepted_drafts"] = correct
                     meta["spec_proposed_drafts"] = proposed
             meta["response_sent_to_client_ts"] = time.time()
+        if self.return_logprob:
+            meta.update(self.logprobs())
         return meta
+
+    def logprobs(self):
+        """tokenizer_manager.add_logprob_to_meta_info(): (logprob, token id, text) entries, text None unless asked
+        for; the input side covers the prompt's last token only (logprob_start_len -1), with no value."""
+        chosen = [[dict(pairs)[token_id], token_id, None] for (token_id, _text), pairs in zip(self.tokens, self.top)]
+        out = {"input_token_logprobs": [[None, 0, None]], "output_token_logprobs": chosen[:len(self.ids)],
+               "output_token_logprobs_length": len(self.ids)}
+        if self.top_logprobs_num > 0:
+            out["input_top_logprobs"] = [None]
+            out["output_top_logprobs"] = [[[logprob, token_id, None] for token_id, logprob in pairs][
+                :self.top_logprobs_num] for pairs in self.top[:len(self.ids)]]
+        return out
 
     def out(self, final):
         return {"text": self.text, "output_ids": list(self.ids), "meta_info": self.meta_info(final)}
@@ -1214,7 +1261,8 @@ class Handler(BaseHTTPRequestHandler):
         if not self._warmup_request() and self.standin.injected_failure():
             return self._send(500, {"error": {"message": "sglang STAND-IN: injected failure (error_pct)"}})
         try:
-            gens = [Generation(self.standin, p, params, body.get("rid") if not batch else None)
+            gens = [Generation(self.standin, p, params, body.get("rid") if not batch else None,
+                               (body.get("return_logprob", False), body.get("top_logprobs_num") or 0))
                     for p in (prompts if batch else [prompts])]
         except ValueError as exc:
             return self._send(400, {"error": {"message": str(exc)}})

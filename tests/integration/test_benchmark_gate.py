@@ -23,6 +23,7 @@ SPEC = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", D
 BASELINE_TOK_S = 85.0  # the seeds' single-stream rate without speculation (82-90)
 MARGIN_PCT = 5.0
 NUM_PROMPTS = 3
+TIE_POSITION = 2
 
 
 def measure(tmp_path, config, args=SPEC, repeats=3, warm=True):
@@ -58,9 +59,10 @@ def verdict(measurement, reference):
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    """The A/B baseline: the same server without speculation, measured and kept (throughput + completions)."""
-    measured = measure(tmp_path_factory.mktemp("plain"), {"tokens_per_s": 130, "plain_tokens_per_s": BASELINE_TOK_S},
-                       args=[], warm=False)
+    """The A/B baseline: the same server without speculation, measured and kept (throughput + completions). Its
+    model has a tie at the third greedy token (the baseline takes the first of the two, its usual choice)."""
+    measured = measure(tmp_path_factory.mktemp("plain"), {"tokens_per_s": 130, "plain_tokens_per_s": BASELINE_TOK_S,
+                                                          "greedy_ties": [TIE_POSITION]}, args=[], warm=False)
     assert measured["client"]["ran_in"] == "a process of its own"
     summary = bg.summarize(measured["runs"], NUM_PROMPTS)
     assert summary[1]["counted"] == 3, summary
@@ -114,3 +116,18 @@ def test_fast_but_wrong_completions_fail(tmp_path, reference):
     result, message, _ = verdict(measured, reference)
     assert not result["passed"]
     assert [f.split(":")[0] for f in result["failures"]] == ["correctness"], message
+
+
+def test_a_server_that_breaks_the_models_tie_the_other_way_passes(tmp_path, reference):
+    """The real server broke such ties either way, even against itself (docs/benchmark-gate.md): the completions
+    part there, and both servers' logprobs, asked for by the runner, show the tie."""
+    measured = measure(tmp_path, {"tokens_per_s": 130, "greedy_ties": [TIE_POSITION], "tie_break": "second"},
+                       repeats=1)
+    assert all(len(c["top_logprobs"]) == len(c["output_ids"]) for c in measured["completions"])
+    result, message, _ = verdict(measured, reference)
+    assert result["passed"], message
+    rows = bg.compare_completions(reference["completions"], measured["completions"])["rows"]
+    assert [r["tie_at"] for r in rows] == [TIE_POSITION] * 2 and all(r["reference"] != r["observed"] for r in rows)
+    assert "2 parted at a tie in both servers' logprobs" in message
+    exact_only = bg.compare_completions(reference["completions"], measured["completions"], tie_max_gap=0.0)
+    assert exact_only["ties"] == 2  # the stand-in's ties are exact

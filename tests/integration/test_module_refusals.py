@@ -122,6 +122,8 @@ def gate_args(tmp_path, **overrides):
     ({"host": ".."}, ["cannot name a results folder"]),
     ({"host": "a/b"}, ["cannot name a results folder"]),
     ({"min_match_rate": 1.5}, ["min_match_rate"]),
+    ({"tie_max_gap": -0.1}, ["tie_max_gap must be from 0 to 0.5"]),
+    ({"tie_max_gap": 2.0}, ["tie_max_gap must be from 0 to 0.5"]),
     ({"gate_concurrency": 0}, ["gate_concurrency"]),
     ({"baseline_tok_s": -1.0}, ["baseline_tok_s"]),
     ({"measurement": measurement(settings=dict(SETTINGS, num_prompts="many"))}, ["num_prompts", "whole number"]),

@@ -543,6 +543,48 @@ def test_wrong_output_differs(standin):
     assert bad["meta_info"]["completion_tokens"] == 16
 
 
+def logprob_generate(server, prompt, max_new_tokens=8, top=2):
+    return generate(server, prompt, max_new_tokens=max_new_tokens, return_logprob=True, top_logprobs_num=top)
+
+
+def test_logprobs_come_as_the_real_server_sends_them(standin):
+    server = standin().start().wait_ready()
+    out = logprob_generate(server, "What is 2+2?")
+    meta = out["meta_info"]
+    assert meta["output_token_logprobs_length"] == 8 == len(meta["output_top_logprobs"])
+    for token_id, chosen, top in zip(out["output_ids"], meta["output_token_logprobs"], meta["output_top_logprobs"]):
+        assert chosen[1:] == [token_id, None] and len(top) == 2
+        assert top[0][1] == token_id and top[0][0] == chosen[0] > top[1][0]  # greedy took the best; no tie here
+    assert "output_top_logprobs" not in generate(server, "What is 2+2?", return_logprob=True)["meta_info"]
+    assert "output_token_logprobs" not in generate(server, "What is 2+2?")["meta_info"]
+    assert out["output_ids"] == generate(server, "What is 2+2?")["output_ids"]  # asking for logprobs changes nothing
+
+
+def test_a_greedy_tie_reports_one_logprob_and_the_tie_break_picks_the_token(standin):
+    plain = standin().start()
+    first = standin({"greedy_ties": [3], "tie_break": "first"}).start()
+    second = standin({"greedy_ties": [3], "tie_break": "second"}).start()
+    outs = [logprob_generate(s.wait_ready(), "What is 2+2?", max_new_tokens=12) for s in (plain, first, second)]
+    assert outs[1]["output_ids"] == outs[0]["output_ids"]  # the first of the tied pair is the untied choice
+    assert outs[2]["output_ids"][:3] == outs[0]["output_ids"][:3] and outs[2]["output_ids"][3] != outs[0]["output_ids"][3]
+    for out in outs[1:]:
+        top = out["meta_info"]["output_top_logprobs"][3]
+        assert top[0][0] == top[1][0] and out["output_ids"][3] in (top[0][1], top[1][1])
+    assert outs[0]["meta_info"]["output_top_logprobs"][3][1][0] < outs[0]["meta_info"]["output_top_logprobs"][3][0][0]
+    # after the tie the completion follows the token taken
+    assert outs[2]["output_ids"][4:] != outs[0]["output_ids"][4:]
+
+
+def test_garbage_has_no_ties_and_bad_logprob_fields_are_refused(standin):
+    wrong = standin({"wrong_output": True, "greedy_ties": [0, 1, 2]}).start().wait_ready()
+    top = logprob_generate(wrong, "What is 2+2?")["meta_info"]["output_top_logprobs"]
+    assert all(row[0][0] > row[1][0] for row in top)
+    status, out, _ = wrong.request("/generate", {"text": "x", "return_logprob": "yes"})
+    assert status == 400 and "return_logprob must be true or false" in out["error"]["message"]
+    status, out, _ = wrong.request("/generate", {"text": "x", "return_logprob": True, "top_logprobs_num": -1})
+    assert status == 400 and "top_logprobs_num" in out["error"]["message"]
+
+
 # ------------------------------------------------------------------------------------------------ API key
 
 def test_api_key(standin):
@@ -646,8 +688,9 @@ def test_each_path_runs_at_its_own_speed_and_one_can_be_made_wrong(standin):
 @pytest.mark.parametrize("paths,words", [
     ({"ring": {}}, "unknown path 'ring'"),
     ({"fusion": {"tokens_per_s": 0}}, "allreduce_paths.fusion.tokens_per_s must be a number > 0"),
-    ({"fusion": {"speed": 5}}, "must be an object with only tokens_per_s, wrong_output"),
+    ({"fusion": {"speed": 5}}, "must be an object with only tokens_per_s, wrong_output, tie_break"),
     ({"nccl": {"wrong_output": "yes"}}, "allreduce_paths.nccl.wrong_output must be true or false"),
+    ({"fusion": {"tie_break": "last"}}, "allreduce_paths.fusion.tie_break must be one of first, second"),
     (["fusion"], "allreduce_paths must be an object"),
 ])
 def test_bad_allreduce_paths_exit_78(tmp_path, paths, words):
@@ -664,6 +707,10 @@ def test_bad_config_exits_78(standin, tmp_path):
     assert proc.returncode == 78 and "unknown key(s) tokens_per_second" in proc.stderr
     path.write_text(json.dumps({"fusion_log": "maybe"}))
     assert run_flags(["--model-path", "/m"], env={"SGLANG_STANDIN_CONFIG": str(path)}).returncode == 78
+    for bad, words in (({"greedy_ties": [-1]}, "greedy_ties must be a list"), ({"tie_break": 2}, "tie_break must be")):
+        path.write_text(json.dumps(bad))
+        proc = run_flags(["--model-path", "/m"], env={"SGLANG_STANDIN_CONFIG": str(path)})
+        assert proc.returncode == 78 and words in proc.stderr
 
 
 @pytest.fixture

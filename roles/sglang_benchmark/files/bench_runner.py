@@ -3,7 +3,8 @@
 
 Run by the benchmark client's Python (the deployed venv on a GPU host, or a client venv): it needs the `sglang`
 package that holds the client, nothing else of ours (stdlib only). Steps:
-  1. greedy completions of a fixed prompt set over POST /generate (temperature 0): the correctness sample;
+  1. greedy completions of a fixed prompt set over POST /generate (temperature 0), with each position's top-2
+     logprobs: the correctness sample;
   2. warm-up requests of the measured length (discarded);
   3. N repeats per concurrency of `python -m sglang.benchmark.serving` (or `sglang.bench_serving` on releases
      before 0.5.15.post1) on the offline `random-ids` dataset with the local tokenizer, fixed lengths, explicit
@@ -77,20 +78,47 @@ def _headers(api_key):
     return headers
 
 
-def generate(base_url, api_key, prompt, max_new_tokens, timeout):
-    body = json.dumps({"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens}})
-    request = urllib.request.Request(base_url + "/generate", data=body.encode(), headers=_headers(api_key))
+def generate(base_url, api_key, prompt, max_new_tokens, timeout, top_n=0):
+    body = {"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens}}
+    if top_n:
+        body.update(return_logprob=True, top_logprobs_num=top_n)
+    request = urllib.request.Request(base_url + "/generate", data=json.dumps(body).encode(), headers=_headers(api_key))
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read().decode())
 
 
+def top_logprobs(reply):
+    """[[token id, logprob], ...] per output position from meta_info.output_top_logprobs ([logprob, id, text]
+    entries); None where the server sent none."""
+    rows = (reply.get("meta_info") or {}).get("output_top_logprobs")
+    if not isinstance(rows, list):
+        return None
+    return [[[entry[1], entry[0]] for entry in row if isinstance(entry, list) and len(entry) >= 2]
+            if isinstance(row, list) else None for row in rows]
+
+
 def completions(settings, api_key):
+    """Each prompt's greedy completion with its top-2 logprobs per position, which tell the gate where two
+    completions part at a tie (module_utils/bench_gate.py tie_at). A server that refuses logprobs (HTTP 4xx: some
+    speculative algorithms do) is asked again without them, and the completion says so."""
     out = []
     for prompt in settings["prompts"]:
+        args = (settings["base_url"], api_key, prompt, settings["correctness_max_new_tokens"],
+                settings["request_timeout_s"])
+        refused = None
         try:
-            reply = generate(settings["base_url"], api_key, prompt, settings["correctness_max_new_tokens"],
-                             settings["request_timeout_s"])
-            out.append({"prompt": prompt, "text": reply.get("text"), "output_ids": reply.get("output_ids")})
+            try:
+                reply = generate(*args, top_n=2)
+            except urllib.error.HTTPError as exc:
+                if not 400 <= exc.code < 500:
+                    raise
+                refused = "HTTP %d" % exc.code
+                reply = generate(*args)
+            record = {"prompt": prompt, "text": reply.get("text"), "output_ids": reply.get("output_ids"),
+                      "top_logprobs": top_logprobs(reply)}
+            if refused:
+                record["logprobs_refused"] = refused
+            out.append(record)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             out.append({"prompt": prompt, "error": str(exc)})
     return out

@@ -28,6 +28,8 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(REPO, "module_utils"))  # the gate's own arithmetic (stdlib only), on real answers
+import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
 import greedy_ties  # noqa: E402  pylint: disable=wrong-import-position
 import unit_exec  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -186,6 +188,8 @@ def record_responses():
              ("GET", "/server_info", None), ("GET", "/get_server_info", None), ("GET", "/model_info", None),
              ("GET", "/get_model_info", None), ("GET", "/v1/models", None),
              ("POST", "/generate", {"text": PROMPTS[0], "sampling_params": {"temperature": 0, "max_new_tokens": 8}}),
+             ("POST", "/generate", {"text": PROMPTS[0], "sampling_params": {"temperature": 0, "max_new_tokens": 8},
+                                    "return_logprob": True, "top_logprobs_num": 2}),  # as the gate's runner asks
              ("POST", "/v1/completions", {"model": "default", "prompt": PROMPTS[0], "max_tokens": 8,
                                           "temperature": 0}),
              ("POST", "/v1/chat/completions", {"model": "default", "max_tokens": 8, "temperature": 0,
@@ -338,6 +342,14 @@ def completions(report):
     return {c["prompt"]: c.get("output_ids") for c in report["completions"]}
 
 
+def gate_correctness(plain, leg):
+    """bench_gate.compare_completions of a leg's runner completions against the plain leg's, as the gate judges."""
+    result = bench_gate.compare_completions(plain["completions"], leg["completions"])
+    return {"match_rate": round(result["match_rate"], 3), "ties": result["ties"],
+            "tie_at": {row["prompt"]: row["tie_at"] for row in result["rows"] if row["tie_at"] is not None},
+            "tie_max_gap": bench_gate.TIE_MAX_GAP}
+
+
 def evidence(state):
     versions = venv_versions()
     with open(os.path.join(MODELS, "target", "config.json"), encoding="utf-8") as handle:
@@ -398,12 +410,17 @@ def evidence(state):
         "greedy_gaps": {name: [greedy_ties.gaps(logprob_requests(state, name).get(prompt, {}).get("top_logprobs"))
                                for prompt in PROMPTS] for name in reports},
         "completions": {name: [c.get("output_ids") for c in reports[name]["completions"]] for name in reports},
+        # the production gate's comparison (module_utils/bench_gate.py) of the runner's completions with the plain
+        # leg's, logprobs and all: where they part, and which partings it takes for ties
+        "gate_correctness": {name: gate_correctness(reports["plain"], reports[name]) for name in reports
+                             if name != "plain"},
     }
     with open(os.path.join(OUT, "h200x%d_sglang_e2e.json" % gpu_count()), "w", encoding="utf-8") as handle:
         json.dump(doc, handle, indent=1)
     with open(os.path.join(OUT, "h200x%d_sglang_greedy_logprobs.json" % gpu_count()), "w", encoding="utf-8") as handle:
         json.dump({"made_by": doc["made_by"], "date": doc["date"], "prompts": PROMPTS,
-                   "legs": {name: logprob_requests(state, name) for name in reports}}, handle, indent=1)
+                   "legs": {name: logprob_requests(state, name) for name in reports},
+                   "gate_completions": {name: reports[name]["completions"] for name in reports}}, handle, indent=1)
     fixture = {"sglang": versions.get("sglang"), "recorded": doc["date"], "responses": first.get("responses"),
                "log_lines": first.get("log_lines"), "fusion_log_lines": first.get("fusion_log_lines"),
                "client_result_keys": sorted((reports[state["first_leg"]]["runs"][0]["result"] or {}).keys()),

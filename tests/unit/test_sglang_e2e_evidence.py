@@ -12,6 +12,7 @@ import re
 import statistics
 
 import pytest
+from ansible.module_utils import bench_gate as bg
 
 from tests.helpers.ansible_run import REPO
 from tests.helpers.script_module import load_file
@@ -140,6 +141,28 @@ def test_a_server_asked_twice_differs_from_itself_only_at_ties(evidence):
             assert evidence["greedy_repeat"][name]["mismatches"] == found
         for item in found:
             assert item["cause"] == "tie", "leg %s asked again, prompt %d: %s" % (name, item["prompt_index"], item)
+
+
+def test_the_gate_judged_the_real_completions_as_recorded(evidence):
+    """The benchmark runner's completions from the real server carry top-2 logprobs at every position (the server
+    answered the runner's logprob request), and the production gate's comparison of each leg with the plain one
+    (module_utils/bench_gate.py, ties included) is what the script recorded."""
+    requests = logprob_requests(evidence)
+    if "gate_completions" not in requests:
+        pytest.skip("%s was run before the gate's runner asked for logprobs" % evidence["_file"])
+    gate = requests["gate_completions"]
+    for name, completions in gate.items():
+        assert [c["output_ids"] for c in completions] == evidence["completions"][name]
+        for completion in completions:
+            assert "logprobs_refused" not in completion and "error" not in completion
+            assert len(completion["top_logprobs"]) == len(completion["output_ids"])
+            assert all(len(row) == 2 and row[0][1] >= row[1][1] for row in completion["top_logprobs"])
+    assert sorted(evidence["gate_correctness"]) == sorted(n for n in gate if n != "plain")
+    for name, recorded in evidence["gate_correctness"].items():
+        result = bg.compare_completions(gate["plain"], gate[name], recorded["tie_max_gap"])
+        assert recorded == {"match_rate": round(result["match_rate"], 3), "ties": result["ties"],
+                            "tie_at": {r["prompt"]: r["tie_at"] for r in result["rows"] if r["tie_at"] is not None},
+                            "tie_max_gap": bg.TIE_MAX_GAP}
 
 
 def test_the_one_gpu_runs_mismatch_is_a_bf16_tie_of_the_same_model_read_on_the_cpu():

@@ -43,10 +43,15 @@ def answers(recorded, tmp_path_factory):
         out = {}
         for call in recorded["responses"]:
             status, body, _raw = server.request(call["path"], call["request"], method=call["method"])
-            out[call["method"] + " " + call["path"]] = (status, body)
+            out[key(call)] = (status, body)
         return out
     finally:
         server.stop()
+
+
+def key(call):
+    """A recorded request's name: method and path, and whether it asked for logprobs (/generate is asked both ways)."""
+    return call["method"] + " " + call["path"] + (" logprobs" if (call["request"] or {}).get("return_logprob") else "")
 
 
 def calls(recorded_file=RECORDED):
@@ -54,9 +59,9 @@ def calls(recorded_file=RECORDED):
         return [c for c in json.load(handle)["responses"]]
 
 
-@pytest.mark.parametrize("call", calls(), ids=lambda c: c["method"] + " " + c["path"])
+@pytest.mark.parametrize("call", calls(), ids=key)
 def test_status_codes_match_the_real_server(call, answers):
-    status, _body = answers[call["method"] + " " + call["path"]]
+    status, _body = answers[key(call)]
     if call["path"] in VERSION_DIFFERENCES:
         assert (call["status"], status) == (404, 200)  # 0.5.17 has no /ready; the stand-in imitates 0.5.21
     else:
@@ -78,6 +83,25 @@ def test_generate_has_the_real_keys(recorded, answers):
     assert set(got) == set(want) == {"text", "output_ids", "meta_info"}
     assert set(want["meta_info"]) - META_NOT_IMITATED == set(got["meta_info"])
     assert got["meta_info"]["finish_reason"] == want["meta_info"]["finish_reason"] == {"type": "length", "length": 8}
+
+
+def test_logprobs_have_the_real_keys_and_entries(recorded, answers):
+    """What the benchmark gate's runner asks for (return_logprob, top_logprobs_num 2) and reads."""
+    want = next((c for c in recorded["responses"] if key(c) == "POST /generate logprobs"), None)
+    if want is None:
+        pytest.skip("the recorded responses predate the runner's logprob request (recorded %s)" % recorded["recorded"])
+    want, got = want["json"], answers["POST /generate logprobs"][1]
+    assert set(want["meta_info"]) - META_NOT_IMITATED == set(got["meta_info"])
+    for field in ("input_token_logprobs", "output_token_logprobs", "input_top_logprobs", "output_top_logprobs",
+                  "output_token_logprobs_length"):
+        assert shape(got["meta_info"][field]) == shape(want["meta_info"][field]), field
+
+
+def shape(value):
+    """A JSON value's structure: types, and list lengths."""
+    if isinstance(value, list):
+        return [shape(v) for v in value]
+    return type(value).__name__
 
 
 def test_completions_and_models_have_the_real_keys(recorded, answers):

@@ -828,12 +828,12 @@ class Generation(object):
 
     def logprobs(self):
         """tokenizer_manager.add_logprob_to_meta_info(): (logprob, token id, text) entries, text None unless asked
-        for; the input side covers the prompt's last token only (logprob_start_len -1), with no value."""
+        for; no input side without logprob_start_len (empty lists, as the real 0.5.17 server answered)."""
         chosen = [[dict(pairs)[token_id], token_id, None] for (token_id, _text), pairs in zip(self.tokens, self.top)]
-        out = {"input_token_logprobs": [[None, 0, None]], "output_token_logprobs": chosen[:len(self.ids)],
+        out = {"input_token_logprobs": [], "output_token_logprobs": chosen[:len(self.ids)],
                "output_token_logprobs_length": len(self.ids)}
         if self.top_logprobs_num > 0:
-            out["input_top_logprobs"] = [None]
+            out["input_top_logprobs"] = []
             out["output_top_logprobs"] = [[[logprob, token_id, None] for token_id, logprob in pairs][
                 :self.top_logprobs_num] for pairs in self.top[:len(self.ids)]]
         return out

@@ -164,7 +164,8 @@ def _top_at(completion, position):
         return {}
     out = {}
     for entry in top[position]:
-        if isinstance(entry, list) and len(entry) == 2 and not isinstance(entry[1], bool):
+        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], (int, float)) \
+                and not isinstance(entry[1], bool) and math.isfinite(entry[1]):
             out[entry[0]] = entry[1]
     return out
 

@@ -51,6 +51,9 @@ TIE = [[5, -1.0], [6, -1.0]]
     ([[5, -1.0], [6, -1.5]], TIE, "the reference server had a clear best"),
     ([[5, -1.0], [7, -1.0]], TIE, "the observed token is not in the reference's top two"),
     (None, TIE, "the reference has no logprobs (a baseline recorded before they were asked for)"),
+    ([[5, None], [6, None]], TIE, "the reference's logprobs are not numbers"),
+    ([[5, float("nan")], [6, float("nan")]], TIE, "the reference's logprobs are NaN"),
+    ([[5, True], [6, True]], TIE, "the reference's logprobs are not numbers"),
 ])
 def test_a_parting_that_is_not_a_tie_of_both_servers_counts_against_the_match(ref_top, obs_top, why):
     reference = completion([1, 2, 5, 8], [[[1, -0.1]], [[2, -0.1]], ref_top, [[8, -0.1]]] if ref_top else None)

@@ -24,8 +24,10 @@ chmod -R u=rwX,go=rX "$stage/srv/models"
 # The seeds' speeds: 82-90 tok/s single stream without speculation, ~130 projected with EAGLE-3 + fusion; EAGLE-3
 # on NCCL alone set apart (110), so the benchmark gate's auto trials pick fusion in the lab, not by noise. A short
 # "loading" time (1 s; LAB_STANDIN_STARTUP_DELAY_S): the readiness wait is still exercised, and molecule's ~40
-# restarts do not each wait for a model that is not there.
-printf '{"startup_delay_s": %s, "tokens_per_s": 130, "plain_tokens_per_s": 85, "accept_length": 2.0, "allreduce_paths": {"nccl": {"tokens_per_s": 110}}}\n' "${LAB_STANDIN_STARTUP_DELAY_S:-1}" > "$stage/etc/sglang-standin/config.json"
+# restarts do not each wait for a model that is not there. The model has a greedy tie at the 4th new token, which
+# fusion breaks the other way (as the real server's kernels do, docs/benchmark-gate.md): the gate must see it as a
+# tie for fusion to win here.
+printf '{"startup_delay_s": %s, "tokens_per_s": 130, "plain_tokens_per_s": 85, "accept_length": 2.0, "greedy_ties": [3], "allreduce_paths": {"nccl": {"tokens_per_s": 110}, "fusion": {"tie_break": "second"}}}\n' "${LAB_STANDIN_STARTUP_DELAY_S:-1}" > "$stage/etc/sglang-standin/config.json"
 printf 'SGLANG_STANDIN_CLI_ARGS=/opt/sglang-standin\nSGLANG_STANDIN_CONFIG=/etc/sglang-standin/config.json\n' \
   > "$stage/etc/sglang-standin/standin.env"
 chmod -R u=rwX,go=rX "$stage/etc/sglang-standin"

@@ -3,7 +3,7 @@ under scripts/) as a module, so tests call its functions the way the file's own 
 import importlib.util
 import os
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.helpers.ansible_run import REPO
 
 
 def load_file(path, name):

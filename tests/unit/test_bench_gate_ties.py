@@ -1,5 +1,5 @@
 """Greedy completions that part at a tie (module_utils/bench_gate.py tie_at): where both servers' own top-2 logprobs
-give the two tokens exactly one value, the parting is not an error. Read from the real SGLang server's answers
+hold the two tokens as their two best, at most tie_max_gap apart, the parting is not an error. Read from the real SGLang server's answers
 (tests/fixtures/device/h200x1_sglang_greedy_logprobs.json) through the runner's own conversion."""
 import json
 import os

@@ -147,10 +147,7 @@ def test_the_gate_judged_the_real_completions_as_recorded(evidence):
     """The benchmark runner's completions from the real server carry top-2 logprobs at every position (the server
     answered the runner's logprob request), and the production gate's comparison of each leg with the plain one
     (module_utils/bench_gate.py, ties included) is what the script recorded."""
-    requests = logprob_requests(evidence)
-    if "gate_completions" not in requests:
-        pytest.skip("%s was run before the gate's runner asked for logprobs" % evidence["_file"])
-    gate = requests["gate_completions"]
+    gate = logprob_requests(evidence)["gate_completions"]
     for name, completions in gate.items():
         assert [c["output_ids"] for c in completions] == evidence["completions"][name]
         for completion in completions:

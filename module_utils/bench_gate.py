@@ -157,17 +157,40 @@ def _tokens(completion):
     return (completion.get("text") or "").split()
 
 
-def _top_at(completion, position):
-    """{token id: logprob} of the server's top logprobs at an output position; {} where it sent none."""
-    top = completion.get("top_logprobs")
-    if not isinstance(top, list) or position >= len(top) or not isinstance(top[position], list):
-        return {}
+def first_difference(ours, theirs):
+    """The first position where two token lists differ (a shorter list differs where it ends); None if equal."""
+    for position, (mine, other) in enumerate(zip(ours, theirs)):
+        if mine != other:
+            return position
+    if len(ours) != len(theirs):
+        return min(len(ours), len(theirs))
+    return None
+
+
+def top_at(top_logprobs, position):
+    """{token id: logprob} at one output position of top logprobs as the benchmark runner records them
+    ([[token id, logprob], ...] per position, made from SGLang's output_top_logprobs by bench_runner.top_logprobs);
+    {} where the server sent none. A logprob that is not a finite number is left out: it can never make a tie."""
+    row = top_logprobs[position] if isinstance(top_logprobs, list) and position < len(top_logprobs) else None
     out = {}
-    for entry in top[position]:
+    for entry in row if isinstance(row, list) else []:
         if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], (int, float)) \
                 and not isinstance(entry[1], bool) and math.isfinite(entry[1]):
             out[entry[0]] = entry[1]
     return out
+
+
+def logprob_gap(top, chosen, other):
+    """How much more likely one server held its chosen token than the other one (top: top_at of a position);
+    None where either token is not among its top tokens."""
+    if chosen not in top or other not in top:
+        return None
+    return top[chosen] - top[other]
+
+
+def within_gap(gap, max_gap):
+    """Whether a logprob_gap is a tie: at most max_gap either way (a rounding's worth of slack)."""
+    return gap is not None and abs(gap) <= max_gap + 1e-9
 
 
 def tie_at(reference, observed, max_gap=TIE_MAX_GAP):
@@ -181,13 +204,12 @@ def tie_at(reference, observed, max_gap=TIE_MAX_GAP):
     ref_ids, obs_ids = reference.get("output_ids"), observed.get("output_ids")
     if not (isinstance(ref_ids, list) and isinstance(obs_ids, list)):
         return None
-    position = next((i for i, (a, b) in enumerate(zip(ref_ids, obs_ids)) if a != b), None)
-    if position is None:
-        return None
+    position = first_difference(ref_ids, obs_ids)
+    if position is None or position >= min(len(ref_ids), len(obs_ids)):
+        return None  # equal, or one stopped where the other went on: no pair of tokens to weigh
     pair = (ref_ids[position], obs_ids[position])
     for completion in (reference, observed):
-        top = _top_at(completion, position)
-        if not all(token in top for token in pair) or abs(top[pair[0]] - top[pair[1]]) > max_gap + 1e-9:
+        if not within_gap(logprob_gap(top_at(completion.get("top_logprobs"), position), *pair), max_gap):
             return None
     return position
 

@@ -8,38 +8,37 @@ two tokens were tied in both legs' own logprobs at the first position where the 
 either token is a greedy answer) or not (a divergence: a finding to chase).
 
 Pure logic, no I/O: scripts/device/sglang_e2e.py feeds it the completions and the top-2 logprobs each leg's
-server returned (/generate with return_logprob, top_logprobs_num 2).
+server returned (/generate with return_logprob, top_logprobs_num 2, as SGLang sends them). Those are read with the
+benchmark gate's own pieces (the runner's conversion, module_utils/bench_gate.py's parser, gap and tie test), so the
+evidence and the production gate cannot disagree on what a tie is; only the bound differs (TIE_BOUND here, strict
+for the test model; the gate's sglang_benchmark_tie_max_gap for production models).
 """
+import os
+import sys
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+for _part in (("module_utils",), ("roles", "sglang_benchmark", "files")):
+    if os.path.join(_REPO, *_part) not in sys.path:
+        sys.path.append(os.path.join(_REPO, *_part))
+import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
+import bench_runner  # noqa: E402  pylint: disable=wrong-import-position
 
 # Two logits within one bf16 step of each other can round to one value. For the test model's logits (|logit| < 4,
 # read in tests/fixtures/device/test_model_greedy_margins_cpu.json) one step is at most 2**-6.
 TIE_BOUND = 2.0 ** -6
 
 
-def first_difference(ours, theirs):
-    """The first position where two token lists differ (a shorter list differs where it ends); None if equal."""
-    for position, (mine, other) in enumerate(zip(ours, theirs)):
-        if mine != other:
-            return position
-    if len(ours) != len(theirs):
-        return min(len(ours), len(theirs))
-    return None
-
-
 def top_at(top_logprobs, position):
     """{token id: logprob} of one position of SGLang's meta_info.output_top_logprobs ([[logprob, id, text], ...]
     per position, None where the server gave none); {} where the position is absent."""
-    if not isinstance(top_logprobs, list) or position >= len(top_logprobs) or not top_logprobs[position]:
-        return {}
-    return {int(entry[1]): float(entry[0]) for entry in top_logprobs[position]}
+    return bench_gate.top_at(bench_runner.top_logprobs(top_logprobs), position)
 
 
 def gap(distribution, chosen, other):
-    """How much more likely the chosen token was than the other one in one leg's distribution; None where either is
-    not among its top tokens."""
-    if chosen not in distribution or other not in distribution:
-        return None
-    return round(distribution[chosen] - distribution[other], 6)
+    """How much more likely the chosen token was than the other one in one leg's distribution (rounded for the
+    record); None where either is not among its top tokens."""
+    found = bench_gate.logprob_gap(distribution, chosen, other)
+    return None if found is None else round(found, 6)
 
 
 def explain(plain_ids, leg_ids, plain_top, leg_top, bound=TIE_BOUND, plain_decoded=None, leg_decoded=None):
@@ -47,7 +46,7 @@ def explain(plain_ids, leg_ids, plain_top, leg_top, bound=TIE_BOUND, plain_decod
     whether both legs saw a tie (each leg's gap between its own token and the other's within the bound). None when
     the outputs are equal. *_decoded: what the request that returned *_top decoded; its logprobs at the position
     count only if it decoded the same tokens before it (otherwise they belong to another prefix)."""
-    position = first_difference(plain_ids, leg_ids)
+    position = bench_gate.first_difference(plain_ids, leg_ids)
     if position is None:
         return None
     plain_token = plain_ids[position] if position < len(plain_ids) else None
@@ -61,7 +60,8 @@ def explain(plain_ids, leg_ids, plain_top, leg_top, bound=TIE_BOUND, plain_decod
     if plain_gap is None or leg_gap is None:
         cause = "unknown" if not plain_dist or not leg_dist else "divergence"
     else:
-        cause = "tie" if abs(plain_gap) <= bound and abs(leg_gap) <= bound else "divergence"
+        tied = bench_gate.within_gap(plain_gap, bound) and bench_gate.within_gap(leg_gap, bound)
+        cause = "tie" if tied else "divergence"
     return {"position": position, "plain_token": plain_token, "leg_token": leg_token,
             "plain_top": sorted(([t, lp] for t, lp in plain_dist.items()), key=lambda pair: -pair[1]),
             "leg_top": sorted(([t, lp] for t, lp in leg_dist.items()), key=lambda pair: -pair[1]),

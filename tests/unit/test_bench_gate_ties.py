@@ -23,7 +23,7 @@ def legs():
     with open(CAPTURE, encoding="utf-8") as handle:
         capture = json.load(handle)
     return {name: [{"prompt": prompt, "output_ids": reply["output_ids"],
-                    "top_logprobs": runner.top_logprobs({"meta_info": {"output_top_logprobs": reply["top_logprobs"]}})}
+                    "top_logprobs": runner.top_logprobs(reply["top_logprobs"])}
                    for prompt, reply in replies.items()]
             for name, replies in capture["legs"].items()}
 
@@ -62,6 +62,19 @@ def test_a_parting_that_is_not_a_tie_of_both_servers_counts_against_the_match(re
     assert result["ties"] == 0 and result["match_rate"] == 0.5, why
 
 
+def test_first_difference():
+    assert bg.first_difference([1, 2, 3], [1, 2, 3]) is None
+    assert bg.first_difference([1, 2, 3], [1, 5, 3]) == 1
+    assert bg.first_difference([1, 2, 3], [1, 2]) == 2
+    assert bg.first_difference([], [4]) == 0
+
+
+def test_a_completion_that_stops_early_is_no_tie():
+    # one server stopped (EOS) where the other went on: no second token to weigh, counted position by position
+    reference = completion([1, 5], [[[1, -0.1]], TIE])
+    assert bg.tie_at(reference, completion([1, 5, 6], [[[1, -0.1]], TIE, TIE])) is None
+
+
 def test_only_the_first_parting_can_be_a_tie():
     reference = completion([1, 5, 2], [[[1, -0.1], [3, -0.9]], TIE, [[2, -0.1]]])
     observed = completion([3, 6, 2], [[[3, -0.1], [1, -0.9]], TIE, [[2, -0.1]]])
@@ -94,14 +107,20 @@ def test_the_gap_a_tie_may_have_is_the_callers():
 
 
 class _Server(BaseHTTPRequestHandler):
-    """/generate that refuses logprobs with HTTP 400 (as some speculative algorithms do) and answers without them."""
+    """/generate that refuses logprobs with HTTP 400 (as some speculative algorithms do) and answers without them;
+    with a key set, it refuses every request with another key (401, as SGLang does)."""
     asked = []
+    key = None
 
     def do_POST(self):  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         self.asked.append(body)
-        status, reply = (400, {"error": {"message": "logprobs not supported"}}) if body.get("return_logprob") \
-            else (200, {"text": " a b", "output_ids": [1, 2], "meta_info": {}})
+        if self.key and self.headers.get("Authorization") != "Bearer " + self.key:
+            status, reply = 401, {"error": "Unauthorized"}
+        elif body.get("return_logprob"):
+            status, reply = 400, {"error": {"message": "logprobs not supported"}}
+        else:
+            status, reply = 200, {"text": " a b", "output_ids": [1, 2], "meta_info": {}}
         data = json.dumps(reply).encode()
         self.send_response(status)
         self.send_header("content-length", str(len(data)))
@@ -112,14 +131,29 @@ class _Server(BaseHTTPRequestHandler):
         pass
 
 
-def test_a_server_that_refuses_logprobs_is_asked_again_without_them():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
+def ask(server_key, api_key):
+    """The runner's completions of one prompt from _Server, and the bodies it was sent."""
+    handler = type("Server", (_Server,), {"asked": [], "key": server_key})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         out = runner.completions({"prompts": ["p"], "base_url": "http://127.0.0.1:%d" % server.server_port,
-                                  "correctness_max_new_tokens": 2, "request_timeout_s": 10}, None)
+                                  "correctness_max_new_tokens": 2, "request_timeout_s": 10}, api_key)
     finally:
         server.shutdown()
+    return out, handler.asked
+
+
+def test_a_server_that_refuses_logprobs_is_asked_again_without_them():
+    out, asked = ask(None, None)
     assert out == [{"prompt": "p", "text": " a b", "output_ids": [1, 2], "top_logprobs": None,
                     "logprobs_refused": "HTTP 400"}]
-    assert [b.get("top_logprobs_num") for b in _Server.asked] == [2, None]
+    assert [b.get("top_logprobs_num") for b in asked] == [2, None]
+
+
+def test_a_refused_key_is_an_error_not_a_refusal_of_logprobs():
+    out, asked = ask("right-key", "wrong-key")
+    assert [b.get("top_logprobs_num") for b in asked] == [2]  # not asked again without logprobs
+    assert list(out[0]) == ["prompt", "error"] and "401" in out[0]["error"] and "key" not in out[0]["error"]
+    out, asked = ask("right-key", "right-key")
+    assert out[0]["logprobs_refused"] == "HTTP 400" and len(asked) == 2

@@ -1,22 +1,18 @@
 """scripts/device/greedy_ties.py: where two greedy legs part and whether the servers' logprobs show a tie there;
 and the e2e script's glue that feeds it."""
+import pytest
 
+from ansible.module_utils import bench_gate as bg
 from tests.helpers.script_module import load_file
 
 ties = load_file("scripts/device/greedy_ties.py", "greedy_ties")
+runner = load_file("roles/sglang_benchmark/files/bench_runner.py", "bench_runner_greedy_ties")
 e2e = load_file("scripts/device/sglang_e2e.py", "sglang_e2e")
 
 
 def top(*pairs):
     """One position of SGLang's output_top_logprobs: [logprob, token id, text]."""
     return [[logprob, token, None] for token, logprob in pairs]
-
-
-def test_first_difference():
-    assert ties.first_difference([1, 2, 3], [1, 2, 3]) is None
-    assert ties.first_difference([1, 2, 3], [1, 5, 3]) == 1
-    assert ties.first_difference([1, 2, 3], [1, 2]) == 2
-    assert ties.first_difference([], [4]) == 0
 
 
 def test_equal_outputs_need_no_explanation():
@@ -105,3 +101,20 @@ def test_the_e2e_run_reads_each_legs_logprob_requests_and_completions():
     assert e2e.logprob_requests(state, "spec") == {} and e2e.logprob_requests(state, "absent") == {}
     report = {"completions": [{"prompt": "a", "output_ids": [1]}, {"prompt": "b", "error": "timed out"}]}
     assert e2e.completions(report) == {"a": [1], "b": None}
+
+
+@pytest.mark.parametrize("plain_pair,leg_pair", [
+    (((5, -1.0), (6, -1.0)), ((6, -1.0), (5, -1.0))),                    # exact in both
+    (((5, -1.0), (6, -1.0 - 2.0 ** -6)), ((6, -1.0), (5, -1.0))),         # one bf16 step in one
+    (((5, -1.0), (6, -1.1)), ((6, -1.0), (5, -1.0))),                     # a clear best in one
+    (((5, -1.0), (7, -1.0)), ((6, -1.0), (5, -1.0))),                     # the other token not in one's top two
+    (((5, float("nan")), (6, float("nan"))), ((6, -1.0), (5, -1.0))),     # not numbers
+])
+def test_the_evidence_and_the_gate_call_the_same_partings_ties(plain_pair, leg_pair):
+    """greedy_ties reads SGLang's answers with the gate's own conversion and rule: with the gate's bound set to
+    TIE_BOUND, a parting is a tie for one exactly when it is for the other."""
+    plain_top, leg_top = [top((1, -0.1)), top(*plain_pair)], [top((1, -0.1)), top(*leg_pair)]
+    found = ties.explain([1, 5], [1, 6], plain_top, leg_top)
+    gate = bg.tie_at({"output_ids": [1, 5], "top_logprobs": runner.top_logprobs(plain_top)},
+                     {"output_ids": [1, 6], "top_logprobs": runner.top_logprobs(leg_top)}, ties.TIE_BOUND)
+    assert (found["cause"] == "tie") == (gate == 1)

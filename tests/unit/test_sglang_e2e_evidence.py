@@ -176,7 +176,7 @@ def test_the_one_gpu_runs_mismatch_is_a_bf16_tie_of_the_same_model_read_on_the_c
     found = mismatched(evidence)
     assert [(name, index) for name, index, _p, _l in found] == [("spec_nofusion", 5)]
     for _name, index, plain, leg in found:
-        position = ties.first_difference(plain, leg)
+        position = bg.first_difference(plain, leg)
         decisions = cpu[prompts[index]]
         assert [d["token"] for d in decisions[:position]] == plain[:position]
         assert {decisions[position]["token"], decisions[position]["runner_up"]} == {plain[position], leg[position]}

@@ -87,10 +87,10 @@ def generate(base_url, api_key, prompt, max_new_tokens, timeout, top_n=0):
         return json.loads(response.read().decode())
 
 
-def top_logprobs(reply):
-    """[[token id, logprob], ...] per output position from meta_info.output_top_logprobs ([logprob, id, text]
-    entries); None where the server sent none."""
-    rows = (reply.get("meta_info") or {}).get("output_top_logprobs")
+def top_logprobs(rows):
+    """[[token id, logprob], ...] per output position from SGLang's meta_info.output_top_logprobs ([logprob, id,
+    text] entries): the form the gate records and reads (module_utils/bench_gate.py top_at), made here only; None
+    where the server sent none."""
     if not isinstance(rows, list):
         return None
     return [[[entry[1], entry[0]] for entry in row if isinstance(entry, list) and len(entry) >= 2]
@@ -99,8 +99,8 @@ def top_logprobs(reply):
 
 def completions(settings, api_key):
     """Each prompt's greedy completion with its top-2 logprobs per position, which tell the gate where two
-    completions part at a tie (module_utils/bench_gate.py tie_at). A server that refuses logprobs (HTTP 4xx: some
-    speculative algorithms do) is asked again without them, and the completion says so."""
+    completions part at a tie (module_utils/bench_gate.py tie_at). A server that refuses logprobs (HTTP 4xx other than
+    401/403: some speculative algorithms do) is asked again without them, and the completion says so."""
     out = []
     for prompt in settings["prompts"]:
         args = (settings["base_url"], api_key, prompt, settings["correctness_max_new_tokens"],
@@ -110,12 +110,12 @@ def completions(settings, api_key):
             try:
                 reply = generate(*args, top_n=2)
             except urllib.error.HTTPError as exc:
-                if not 400 <= exc.code < 500:
-                    raise
+                if not 400 <= exc.code < 500 or exc.code in (401, 403):
+                    raise  # a refused key is refused without logprobs too: recorded once, as the error it is
                 refused = "HTTP %d" % exc.code
                 reply = generate(*args)
             record = {"prompt": prompt, "text": reply.get("text"), "output_ids": reply.get("output_ids"),
-                      "top_logprobs": top_logprobs(reply)}
+                      "top_logprobs": top_logprobs((reply.get("meta_info") or {}).get("output_top_logprobs"))}
             if refused:
                 record["logprobs_refused"] = refused
             out.append(record)

@@ -182,6 +182,9 @@ def http(method, path, body=None, timeout=60):
         return None, None, str(exc)
 
 
+TEXT_KEPT = {"/metrics": 200000}  # every metric family the real server exposes, for the stand-in's fidelity test
+
+
 def record_responses():
     """What the stand-in imitates, from the real server: status, content type, body (JSON parsed)."""
     calls = [("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "/ready", None),
@@ -203,7 +206,7 @@ def record_responses():
         except ValueError:
             parsed = None
         out.append({"method": method, "path": path, "request": body, "status": status, "content_type": ctype,
-                    "json": parsed, "text": None if parsed is not None else text[:2000]})
+                    "json": parsed, "text": None if parsed is not None else text[:TEXT_KEPT.get(path, 2000)]})
     return out
 
 

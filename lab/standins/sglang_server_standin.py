@@ -579,7 +579,8 @@ class Server(object):
         self.max_running_requests = args.max_running_requests or 2048
         self.generate_calls = 0
         self.stats = {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0, "spec_forward_ct": 0,
-                      "spec_accept_tokens": 0, "last_gen_throughput": 0.0, "running": 0}
+                      "spec_accept_tokens": 0, "last_gen_throughput": 0.0, "running": 0,
+                      "by_streaming": {}}  # the tokenizer's counters, per is_streaming label ("true"/"false")
         self.server_args = self._server_args(extra)
 
     def _resolve_speculative(self):
@@ -724,6 +725,9 @@ class Generation(object):
         self.ids = []
         self.finish_reason = None
         self.verify_ct = 0
+        self.streaming = False  # set by the handler of a streamed request (the metrics' is_streaming label)
+        self.first_token_at = None
+        self.finished_at = None
 
     def run(self):
         """Generator of the state after each forward step; the last one has finish_reason set."""
@@ -745,6 +749,8 @@ class Generation(object):
                 pause = deadline - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
+                if self.first_token_at is None:
+                    self.first_token_at = time.time()
                 for token_id, piece in new:
                     self.ids.append(token_id)
                     self.text += piece
@@ -769,12 +775,18 @@ class Generation(object):
 
     def _account(self):
         server = self.server
-        elapsed = max(time.time() - self.start, 1e-9)
+        self.finished_at = time.time()
+        elapsed = max(self.finished_at - self.start, 1e-9)
         with server.lock:
             stats = server.stats
             stats["requests"] += 1
             stats["prompt_tokens"] += self.prompt_tokens
             stats["generation_tokens"] += len(self.ids)
+            mine = stats["by_streaming"].setdefault("true" if self.streaming else "false",
+                                                    {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0})
+            mine["requests"] += 1
+            mine["prompt_tokens"] += self.prompt_tokens
+            mine["generation_tokens"] += len(self.ids)
             if server.speculative and self.verify_ct:
                 stats["spec_forward_ct"] += self.verify_ct
                 stats["spec_accept_tokens"] += len(self.ids)
@@ -802,12 +814,18 @@ class Generation(object):
             "prompt_tokens": self.prompt_tokens,
             "weight_version": server.args.weight_version,
             "num_retractions": 0,
+        }
+        timed = server.args.enable_metrics  # request time stats are kept only with metrics on (req_time_stats.py)
+        if timed:
+            meta.update({"forward_entry_time": self.start, "prefill_finished_time": self.first_token_at or self.start,
+                         "queue_time": 0.0})
+        meta.update({
             "reasoning_tokens": 0,
             "completion_tokens": len(self.ids),
             "cached_tokens": 0,
             "cached_tokens_details": None,  # as the real 0.5.17 server sends (tests/fixtures/device/)
             "dp_rank": None,
-        }
+        })
         if final:
             meta["e2e_latency"] = time.time() - self.start
             if server.speculative and self.verify_ct > 0:
@@ -821,10 +839,24 @@ class Generation(object):
                     meta["spec_verify_ct"] = self.verify_ct
                     meta["spec_accepted_drafts"] = correct
                     meta["spec_proposed_drafts"] = proposed
+            if timed:
+                meta.update(self.time_stats())
             meta["response_sent_to_client_ts"] = time.time()
         if self.return_logprob:
             meta.update(self.logprobs())
         return meta
+
+    def time_stats(self):
+        """What 0.5.21's ReqTimeStats.convert_to_output_meta_info adds to a finished request's meta_info."""
+        finished = self.finished_at or time.time()
+        out = {"request_received_ts": self.start}
+        if self.first_token_at is not None and self.first_token_at > self.start:
+            out["first_token_latency"] = self.first_token_at - self.start
+        out.update(api_server_dispatch_finish_ts=self.start, request_finished_ts=finished)
+        decode = finished - (self.first_token_at or finished)
+        if decode > 0 and len(self.ids) > 1:
+            out["decode_throughput"] = (len(self.ids) - 1) / decode
+        return out
 
     def logprobs(self):
         """tokenizer_manager.add_logprob_to_meta_info(): (logprob, token id, text) entries, text None unless asked
@@ -996,6 +1028,21 @@ def has_chat_template(model_path):
 def error_response(message, status=400):
     """ErrorResponse of the OpenAI-compatible layer (validation failures)."""
     return status, {"object": "error", "message": message, "type": "Bad Request", "param": None, "code": status}
+
+
+def prometheus_float(value):
+    """A sample value as prometheus_client writes it (floatToGoString): repr of the float, Go's exponent form for
+    large positive values."""
+    value = float(value)
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(value)
+    dot = text.find(".")
+    if value > 0 and dot > 6:
+        return "%se+%02d" % (("%s.%s%s" % (text[0], text[1:dot], text[dot + 1:])).rstrip("0."), dot - 1)
+    return text
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -1199,34 +1246,34 @@ class Handler(BaseHTTPRequestHandler):
                         "waiting requests, the operation will not be performed.)\n", "text/plain; charset=utf-8")
 
     def r_metrics(self):
+        """The families of SGLang's metrics_collector.py the lab reads, as the real 0.5.17 server exposed them
+        (tests/fixtures/device/): the tokenizer's counters per is_streaming, the scheduler's gauges per rank (rank 0
+        only: --enable-metrics-for-all-schedulers is not imitated), values as prometheus_client prints them."""
         server = self.standin
         with server.lock:
-            stats = dict(server.stats)
-        label = 'model_name="%s"' % server.served_model_name.replace("\\", "\\\\").replace('"', '\\"')
-        lines = [
-            "# HELP sglang:num_running_reqs The number of running requests.",
-            "# TYPE sglang:num_running_reqs gauge",
-            "sglang:num_running_reqs{%s} %d" % (label, stats["running"]),
-            "# HELP sglang:gen_throughput The generation throughput (token/s).",
-            "# TYPE sglang:gen_throughput gauge",
-            "sglang:gen_throughput{%s} %f" % (label, stats["last_gen_throughput"]),
-            "# HELP sglang:prompt_tokens_total Number of prefill tokens processed.",
-            "# TYPE sglang:prompt_tokens_total counter",
-            "sglang:prompt_tokens_total{%s} %d" % (label, stats["prompt_tokens"]),
-            "# HELP sglang:generation_tokens_total Number of generation tokens processed.",
-            "# TYPE sglang:generation_tokens_total counter",
-            "sglang:generation_tokens_total{%s} %d" % (label, stats["generation_tokens"]),
-            "# HELP sglang:num_requests_total Number of requests processed.",
-            "# TYPE sglang:num_requests_total counter",
-            "sglang:num_requests_total{%s} %d" % (label, stats["requests"]),
-        ]
+            stats = dict(server.stats, by_streaming={k: dict(v) for k, v in server.stats["by_streaming"].items()})
+        model = 'model_name="%s"' % server.served_model_name.replace("\\", "\\\\").replace('"', '\\"')
+        rank = 'engine_type="unified",%s,moe_ep_rank="0",pp_rank="0",tp_rank="0"' % model
+        lines = []
+
+        def family(name, kind, text, samples):
+            lines.extend(["# HELP sglang:%s %s" % (name, text), "# TYPE sglang:%s %s" % (name, kind)])
+            lines.extend("sglang:%s{%s} %s" % (name, labels, prometheus_float(value)) for labels, value in samples)
+
+        for name, field, text in (("prompt_tokens_total", "prompt_tokens", "Number of prefill tokens processed."),
+                                  ("generation_tokens_total", "generation_tokens",
+                                   "Number of generation tokens processed."),
+                                  ("num_requests_total", "requests", "Number of requests processed.")):
+            family(name, "counter", text, [('engine_type="unified",is_streaming="%s",%s' % (flag, model), mine[field])
+                                           for flag, mine in sorted(stats["by_streaming"].items())])
+        family("num_running_reqs", "gauge", "The number of running requests.", [(rank, stats["running"])])
+        family("gen_throughput", "gauge", "The generation throughput (token/s).",
+               [(rank, stats["last_gen_throughput"])])
         if server.speculative:
             length = (stats["spec_accept_tokens"] / float(stats["spec_forward_ct"]) if stats["spec_forward_ct"]
                       else 0.0)
-            lines += ["# HELP sglang:spec_accept_length Mean acceptance length of speculative decoding "
-                      "(accepted drafts + bonus token per forward).",
-                      "# TYPE sglang:spec_accept_length gauge",
-                      "sglang:spec_accept_length{%s} %f" % (label, length)]
+            family("spec_accept_length", "gauge", "Mean acceptance length of speculative decoding "
+                   "(accepted drafts + bonus token per forward).", [(rank, length)])
         self._send(200, "\n".join(lines) + "\n", "text/plain; version=0.0.4; charset=utf-8")
 
     # ---- generation
@@ -1271,6 +1318,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(400, {"error": {"message": "sglang STAND-IN: streaming a batch is not "
                                                              "supported by the stand-in"}})
             gen = gens[0]
+            gen.streaming = True
             self._start_stream()
             try:
                 for state in gen.run():
@@ -1335,6 +1383,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(*error_response("sglang STAND-IN: streaming several prompts or n > 1 is not "
                                                   "supported by the stand-in"))
             gen = gens[0]
+            gen.streaming = True
             self._start_stream()
             try:
                 sent = ""
@@ -1399,6 +1448,7 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(*error_response(str(exc)))
         created = int(time.time())
         if body.get("stream"):
+            gen.streaming = True
             self._start_stream()
             try:
                 first = {"id": gen.rid, "object": "chat.completion.chunk", "created": created, "model": model,

@@ -19,6 +19,7 @@ import zipfile
 import pytest
 
 from tests.helpers import wheels
+from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO, "lab", "standins", "sglang_server_standin.py")
@@ -26,6 +27,8 @@ MODULE_UTILS = os.path.join(REPO, "module_utils")
 FUSION = ["--flashinfer-allreduce-fusion-backend", "trtllm"]
 FAST = {"startup_delay_s": 0, "health_check_s": 0, "tokens_per_s": 1000}
 NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+MODEL_NAME = "/srv/models/kimi-k2.5-standin"  # Standin's default model path, served under that name
+standin_module = load_file("lab/standins/sglang_server_standin.py", "sglang_server_standin")
 STAMP = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d%s\] "
 
 
@@ -391,7 +394,36 @@ def test_metrics_only_with_the_flag(standin):
     assert standin().start().request("/metrics")[0] == 404
     server = standin(args=["--enable-metrics"]).start().wait_ready()
     status, text, _ = server.request("/metrics")
-    assert status == 200 and "sglang:generation_tokens_total{" in text
+    label = 'engine_type="unified",is_streaming="%s",model_name="' + MODEL_NAME + '"'
+    # the start-up warm-up is counted, as the real server counts its own (8 new tokens there too)
+    assert status == 200 and "sglang:generation_tokens_total{%s} 8.0" % (label % "false") in text
+    assert 'is_streaming="true"' not in text  # no streamed request yet: no such sample
+    server.request("/generate", {"text": "counted", "sampling_params": {"max_new_tokens": 3, "temperature": 0}})
+    server.stream("/generate", {"text": "streamed", "stream": True,
+                                "sampling_params": {"max_new_tokens": 5, "temperature": 0}})
+    text = server.request("/metrics")[1]
+    assert "sglang:generation_tokens_total{%s} 11.0" % (label % "false") in text
+    assert "sglang:generation_tokens_total{%s} 5.0" % (label % "true") in text
+    assert 'sglang:num_running_reqs{engine_type="unified",model_name="%s",moe_ep_rank="0",pp_rank="0",' \
+           'tp_rank="0"} 0.0' % MODEL_NAME in text
+
+
+def test_request_time_stats_only_with_metrics(standin):
+    body = {"text": "timed", "sampling_params": {"max_new_tokens": 4, "temperature": 0}}
+    plain = standin().start().wait_ready().request("/generate", body)[1]["meta_info"]
+    timed = standin(args=["--enable-metrics"]).start().wait_ready().request("/generate", body)[1]["meta_info"]
+    stats = {"forward_entry_time", "prefill_finished_time", "queue_time", "request_received_ts", "first_token_latency",
+             "api_server_dispatch_finish_ts", "request_finished_ts", "decode_throughput"}
+    assert not stats & set(plain) and stats <= set(timed)
+    assert timed["request_received_ts"] <= timed["prefill_finished_time"] <= timed["request_finished_ts"]
+    assert timed["decode_throughput"] > 0 and list(timed)[-1] == "response_sent_to_client_ts"
+
+
+@pytest.mark.parametrize("value,text", [(21, "21.0"), (0, "0.0"), (0.5, "0.5"), (999999.0, "999999.0"),
+                                        (1e6, "1e+06"), (12345678.9, "1.23456789e+07"), (3e10, "3e+10"),
+                                        (float("inf"), "+Inf"), (float("nan"), "NaN")])
+def test_sample_values_are_printed_as_prometheus_client_prints_them(value, text):
+    assert standin_module.prometheus_float(value) == text
 
 
 # --------------------------------------------------------------------------------------------- generation

@@ -8,6 +8,7 @@ arguments the roles check, and the error shapes.
 """
 import json
 import os
+import re
 
 import pytest
 
@@ -23,6 +24,9 @@ READ_FROM_SERVER_INFO = ("version", "tp_size", "model_path", "served_model_name"
                          "flashinfer_allreduce_fusion_backend")
 # meta_info keys the stand-in does not send: per-verify histograms it has no per-step data for.
 META_NOT_IMITATED = {"spec_accept_histogram", "spec_correct_drafts_histogram"}
+# meta_info keys of the stand-in's release that 0.5.17 does not send: 0.5.21's ReqTimeStats adds the first token's
+# latency to the time stats a server with --enable-metrics returns (read in both releases' req_time_stats.py).
+META_ADDED_SINCE = {"first_token_latency"}
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +37,13 @@ def recorded():
 
 @pytest.fixture(scope="module")
 def answers(recorded, tmp_path_factory):
-    """The stand-in's answer to each recorded request, started like the real one (EAGLE-3, TP 1)."""
+    """The stand-in's answer to each recorded request, started like the real one (EAGLE-3, TP 1, metrics on)."""
+    assert real(recorded, "/server_info")["json"]["enable_metrics"] is True
     server = Standin(tmp_path_factory.mktemp("fidelity"), model=LAB_MODEL,
                      args=["--tp-size", "1", "--speculative-algorithm", "EAGLE3",
                            "--speculative-draft-model-path", "/srv/models/draft", "--speculative-num-steps", "3",
-                           "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"])
+                           "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+                           "--enable-metrics"])
     try:
         server.start().wait_ready()
         out = {}
@@ -81,7 +87,7 @@ def test_generate_has_the_real_keys(recorded, answers):
     want = real(recorded, "/generate", "POST")["json"]
     _status, got = answers["POST /generate"]
     assert set(got) == set(want) == {"text", "output_ids", "meta_info"}
-    assert set(want["meta_info"]) - META_NOT_IMITATED == set(got["meta_info"])
+    assert set(want["meta_info"]) - META_NOT_IMITATED == set(got["meta_info"]) - META_ADDED_SINCE
     assert got["meta_info"]["finish_reason"] == want["meta_info"]["finish_reason"] == {"type": "length", "length": 8}
 
 
@@ -89,7 +95,7 @@ def test_logprobs_have_the_real_keys_and_entries(recorded, answers):
     """What the benchmark gate's runner asks for (return_logprob, top_logprobs_num 2) and reads."""
     want = next(c for c in recorded["responses"] if key(c) == "POST /generate logprobs")["json"]
     got = answers["POST /generate logprobs"][1]
-    assert set(want["meta_info"]) - META_NOT_IMITATED == set(got["meta_info"])
+    assert set(want["meta_info"]) - META_NOT_IMITATED == set(got["meta_info"]) - META_ADDED_SINCE
     for field in ("input_token_logprobs", "output_token_logprobs", "input_top_logprobs", "output_top_logprobs",
                   "output_token_logprobs_length"):
         assert shape(got["meta_info"][field]) == shape(want["meta_info"][field]), field
@@ -120,11 +126,43 @@ def test_server_info_serves_what_the_roles_read(recorded, answers):
 
 
 def test_errors_have_the_real_shape(recorded, answers):
-    for path in ("/no_such_path", "/metrics"):  # metrics: off without --enable-metrics, in both
-        assert answers["GET " + path][1] == real(recorded, path)["json"] == {"detail": "Not Found"}
+    assert answers["GET /no_such_path"][1] == real(recorded, "/no_such_path")["json"] == {"detail": "Not Found"}
     want = real(recorded, "/v1/chat/completions", "POST")["json"]
     got = answers["POST /v1/chat/completions"][1]
     assert got == want  # the lab tokenizer has no chat template: both refuse, with the same message
+
+
+def families(text):
+    """Prometheus text: {family: {"help", "type", "labels": [label names of each sample]}}."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(("# HELP ", "# TYPE ")):
+            _hash, what, name, rest = (line.split(" ", 3) + [""])[:4]
+            out.setdefault(name, {"labels": []})[what.lower()] = rest
+        elif line and not line.startswith("#"):
+            name, labels = re.match(r"([^{ ]+)(?:\{([^}]*)\})? ", line).groups()
+            family = next(f for f in (name, re.sub(r"_(bucket|sum|count|created)$", "", name)) if f in out)
+            out[family]["labels"].append(sorted(re.findall(r'(\w+)="', labels or "")))
+    return out
+
+
+def test_metrics_are_the_real_families(recorded, answers):
+    """Every metric the stand-in exposes is one the real server exposed: name, type, help text, and each sample's
+    label names (with values printed as prometheus_client prints them)."""
+    want = real(recorded, "/metrics")
+    assert want["status"] == 200 and want["content_type"] == "text/plain; version=0.0.4; charset=utf-8"
+    status, text = answers["GET /metrics"]
+    assert status == 200
+    real_families, ours = families(want["text"]), families(text)
+    assert {"sglang:num_requests_total", "sglang:gen_throughput", "sglang:spec_accept_length"} <= set(ours)
+    for name, family in ours.items():
+        assert name in real_families, name
+        assert (family["type"], family["help"]) == (real_families[name]["type"], real_families[name]["help"]), name
+        labels = set(map(tuple, family["labels"]))
+        assert labels and labels == set(map(tuple, real_families[name]["labels"])), name
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            assert re.fullmatch(r"-?\d+\.\d+(e[+-]\d+)?|\d(\.\d+)?e\+\d\d", line.rsplit(" ", 1)[1]), line
 
 
 def test_flush_cache_answers_the_real_text(recorded, answers):

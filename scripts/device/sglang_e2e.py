@@ -300,7 +300,9 @@ def run_leg(state, index):
         leg["flashinfer_api_calls"] = api_log_counts()
         for path in glob.glob(API_LOG.replace("%i", "*"))[:2]:
             shutil.copy(path, os.path.join(OUT, os.path.basename(path)))
-    leg["stopped"] = unit_exec.stop(server["pid"])
+    # as systemd stops the unit: TERM to the group, KILL after the unit's TimeoutStopSec
+    leg["stopped"] = dict(unit_exec.stop(server["pid"], grace_s=server["timeout_stop_s"]),
+                          timeout_stop_s=server["timeout_stop_s"])
     shutil.copy(server["log"], os.path.join(OUT, "server-%s.log" % name))
     save_state(state)
     return 0
@@ -402,6 +404,7 @@ def evidence(state):
         "fused_kernel_calls": first.get("flashinfer_api_calls"),
         "health_generate_status": first.get("health_generate_status"),
         "ready_after_s": {name: state["legs"][name].get("ready", {}).get("since_start_s") for name in reports},
+        "stops": {name: state["legs"][name].get("stopped") for name in reports},
         "tp_size": gpu_count(),
         "legs": legs,
         "legs_not_run": not_run,

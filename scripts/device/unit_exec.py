@@ -21,7 +21,8 @@ MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1
 
 
 def parse_unit(text):
-    """{'User', 'Group', 'WorkingDirectory', 'EnvironmentFile': [...], 'ExecStart': [...]} of [Service]."""
+    """{'User', 'Group', 'WorkingDirectory', 'EnvironmentFile': [...], 'ExecStart': [...], 'TimeoutStopSec'} of
+    [Service] (TimeoutStopSec in seconds, as the role writes it)."""
     unit, section = {"EnvironmentFile": []}, None
     for raw in text.splitlines():
         line = raw.strip()
@@ -39,6 +40,8 @@ def parse_unit(text):
             unit["ExecStart"] = shlex.split(value)
         elif key in ("User", "Group", "WorkingDirectory"):
             unit[key] = value
+        elif key == "TimeoutStopSec":
+            unit[key] = int(value)
     missing = [key for key in ("User", "WorkingDirectory", "ExecStart") if key not in unit]
     if missing:
         raise ValueError("unit has no %s in [Service]" % ", ".join(missing))
@@ -88,32 +91,66 @@ def start(unit_path, log_path, extra_env=None):
                             stderr=subprocess.STDOUT, start_new_session=True)
     return {"pid": proc.pid, "argv": unit["ExecStart"], "user": unit["User"], "cwd": unit["WorkingDirectory"],
             "environment_files": unit["EnvironmentFile"], "passed_from_host": passed,
-            "added": sorted(set(extra_env or {}) | set(MULTICAST_OFF)), "log": log_path}
+            "added": sorted(set(extra_env or {}) | set(MULTICAST_OFF)), "log": log_path,
+            "timeout_stop_s": unit.get("TimeoutStopSec", 90)}  # systemd's default without the key
+
+
+def _stat_fields(pid):
+    """/proc/PID/stat after the command name: state, ppid, pgrp, ...; None when the process is gone."""
+    try:
+        with open("/proc/%s/stat" % pid, encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def process_gone(pid):
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] in ("Z", "X")
+
+
+def group_alive(pgid):
+    """Whether a process of the group still runs. A zombie does not: the server's main process is this script's
+    child, and nothing reaps it while this script runs (systemd would), so killpg(pgid, 0) alone still finds it."""
+    for entry in os.listdir("/proc"):
+        fields = _stat_fields(entry) if entry.isdigit() else None
+        if fields and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _reap(pid):
     try:
-        with open("/proc/%d/stat" % pid, encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (OSError, IndexError):
-        return True
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass  # started by an earlier call: not this process's child
 
 
-def stop(pid, grace_s=60):
-    """Stop the whole process group (systemd's KillMode=control-group): TERM, then KILL."""
+def stop(pid, grace_s=60, poll_s=0.5, kill_wait_s=30):
+    """Stop the whole process group as systemd does (KillMode=control-group): TERM, then KILL after grace_s.
+    {"result": "terminated" | "killed" | "gone" | "unkillable" (still there kill_wait_s after the KILL),
+    "seconds": from TERM until no process of the group ran}."""
+    started = time.monotonic()
+    if not group_alive(pid):  # nothing but unreaped zombies, if anything
+        _reap(pid)
+        return {"result": "gone", "seconds": 0.0}
     try:
         os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
-        return "gone"
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return "terminated"
-        time.sleep(1)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return "terminated"
-    return "killed"
+        return {"result": "gone", "seconds": 0.0}
+    result = "terminated"
+    while group_alive(pid):
+        waited = time.monotonic() - started
+        if result == "terminated" and waited >= grace_s:
+            result = "killed"
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                break
+        elif result == "killed" and waited >= grace_s + kill_wait_s:
+            result = "unkillable"
+            break
+        time.sleep(poll_s)
+        _reap(pid)
+    _reap(pid)
+    return {"result": result, "seconds": round(time.monotonic() - started, 1)}

@@ -1,6 +1,9 @@
 """The pure parts of the offline install and the device test bed: wheelhouse matching, the base-torch verdict,
 and reading a rendered unit the way systemd does (scripts/device/unit_exec.py)."""
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -57,6 +60,7 @@ WorkingDirectory=/var/lib/sglang
 EnvironmentFile=/etc/sglang/runtime.env
 EnvironmentFile=-/etc/sglang/absent.env
 ExecStart=/opt/sglang/current/bin/python -m sglang.launch_server --model-path /srv/m --tp-size 2
+TimeoutStopSec=120
 # a comment
 [Install]
 User=ignored
@@ -68,6 +72,7 @@ def test_a_rendered_unit_is_read_as_systemd_reads_it():
     assert unit["User"] == "sglang" and unit["WorkingDirectory"] == "/var/lib/sglang"
     assert unit["ExecStart"][-4:] == ["--model-path", "/srv/m", "--tp-size", "2"]
     assert unit["EnvironmentFile"] == ["/etc/sglang/runtime.env", "-/etc/sglang/absent.env"]
+    assert unit["TimeoutStopSec"] == 120  # the grace the e2e driver gives a server it stops, as systemd would
     with pytest.raises(ValueError, match="ExecStart"):
         unit_exec.parse_unit("[Service]\nUser=x\nWorkingDirectory=/\n")
 
@@ -82,3 +87,34 @@ def test_the_service_environment_is_the_files_plus_multicast_off(tmp_path):
     assert "SECRET" not in env and passed == ["LD_LIBRARY_PATH"] and env["PATH"] == unit_exec.SYSTEMD_PATH
     with pytest.raises(FileNotFoundError):
         unit_exec.service_env({"EnvironmentFile": [str(tmp_path / "absent.env")]}, host_env={})
+
+
+def _group(tmp_path, script):
+    """A process group like a started server: its leader is this test's child, as the e2e driver's are."""
+    return subprocess.Popen([sys.executable, "-c", script], start_new_session=True, cwd=str(tmp_path))
+
+
+def test_a_server_that_exits_on_term_is_terminated_even_before_it_is_reaped(tmp_path):
+    # The leader stays a zombie until reaped, and killpg(pid, 0) still finds a zombie: the 1x H200 run of
+    # 2026-12-02 06:43 UTC recorded its plain leg (started by the same driver) as killed after 60 s for that.
+    proc = _group(tmp_path, "import time; time.sleep(60)")
+    stopped = unit_exec.stop(proc.pid, grace_s=20, poll_s=0.1)
+    assert stopped["result"] == "terminated" and stopped["seconds"] < 20
+    assert proc.poll() is not None or unit_exec.process_gone(proc.pid)
+
+
+def test_a_group_member_that_ignores_term_is_killed_after_the_grace(tmp_path):
+    ready = tmp_path / "ignoring"
+    member = tmp_path / "member.py"
+    member.write_text("import pathlib, signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                      "pathlib.Path(sys.argv[1]).touch()\ntime.sleep(60)\n")
+    proc = _group(tmp_path, "import subprocess, sys, time\n"
+                            "subprocess.Popen([sys.executable, %r, %r])\ntime.sleep(60)" % (str(member), str(ready)))
+    deadline = time.monotonic() + 30
+    while not ready.exists() and time.monotonic() < deadline:  # the member ignores TERM from here on
+        time.sleep(0.05)
+    assert ready.exists() and unit_exec.group_alive(proc.pid)
+    stopped = unit_exec.stop(proc.pid, grace_s=1.5, poll_s=0.1)
+    assert stopped["result"] == "killed" and stopped["seconds"] >= 1.5
+    assert not unit_exec.group_alive(proc.pid)
+    assert unit_exec.stop(proc.pid) == {"result": "gone", "seconds": 0.0}

@@ -75,6 +75,18 @@ def test_the_server_was_started_from_the_rendered_unit(evidence):
     assert argv[argv.index("--speculative-algorithm") + 1] == "EAGLE3"
 
 
+def test_every_real_server_stopped_on_term_within_the_units_timeout(evidence):
+    """A restart (the roles' and the gate's rollback) waits for the old server to stop: the real one must leave on
+    SIGTERM to its group, as systemd sends it, before the unit's TimeoutStopSec ends in a KILL."""
+    from yaml import safe_load  # pylint: disable=import-outside-toplevel
+    with open(os.path.join(REPO, "roles", "sglang_server", "defaults", "main.yml"), encoding="utf-8") as handle:
+        timeout = safe_load(handle)["sglang_server_timeout_stop_s"]
+    assert sorted(evidence["stops"]) == sorted(leg["name"] for leg in evidence["legs"])
+    for name, stop in evidence["stops"].items():
+        assert stop["timeout_stop_s"] == timeout  # the grace was read from the rendered unit
+        assert stop["result"] == "terminated" and stop["seconds"] < timeout, (name, stop)
+
+
 def test_every_leg_completed_every_prompt_and_reports_its_median(evidence):
     assert evidence["health_generate_status"] == 200
     names = [leg["name"] for leg in evidence["legs"]]

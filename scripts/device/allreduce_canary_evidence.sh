@@ -3,23 +3,28 @@
 # Carry .cache/device-fusion-wheels: flashinfer-python (0.6.18 there today; >= 0.7.0 for the pcie_ipc rows) with
 # apache-tvm-ffi, cuda-tile, nccl4py (and nccl-extensions for 0.7.x) for CPython 3.12, plus the sglang wheel whose
 # call the fusion canary mirrors (only its source is read: it is installed --no-deps and never imported).
-# torch, nvcc and NCCL come from the machine. Any GPU count (2, 4, 8).
+# torch, nvcc and NCCL come from the machine. Any GPU count (2, 4, 8): one process per GPU nvidia-smi lists.
+# NVLink multicast stays off in every process (multicast-off.env, through device-env.sh).
 #   run(kind="nvidia-h200-x2", carry=[".cache/device-fusion-wheels"], command="bash scripts/device/allreduce_canary_evidence.sh")
 # WHEELS may also be the archive build_wheelhouse.py makes from allreduce-canary-h200-cp312.txt (FlashInfer 0.7.2
 # for the pcie_ipc rows, docs/allreduce-paths.md), unpacked here first.
 # SGLANG_SITE=<site-packages with sglang/> uses an sglang already there instead of a carried wheel.
 # JIT_CACHE=<dir> starts from the FlashInfer JIT cache an earlier run returned (see below).
 # STEPS="name ..." runs only those steps (a device command may run 10 minutes; the first canary JIT-builds
-# trtllm_comm, ~270 s, into /tmp/flashinfer-ws, which later calls on the same warm machine reuse).
+# trtllm_comm, ~270 s, into $SCRATCH/flashinfer-ws, which later calls on the same warm machine reuse).
+# SCRATCH (default /tmp) holds the installed wheels and FlashInfer's workspace.
 set -uo pipefail
+. "$(dirname "$0")/device-env.sh"
+multicast_off
 OUT=${OUT:-$PWD/.cache/device-out}
 WHEELS=${WHEELS:-.cache/device-fusion-wheels}
+SCRATCH=${SCRATCH:-/tmp}
 mkdir -p "$OUT"
 log() { echo "allreduce_canary: $*" | tee -a "$OUT/steps.log"; }
 if [ -f "$WHEELS" ]; then  # a wheelhouse archive from build_wheelhouse.py (allreduce-canary-h200-cp312.txt)
-  rm -rf /tmp/allreduce-wheels && mkdir -p /tmp/allreduce-wheels &&
-    tar -xJf "$WHEELS" -C /tmp/allreduce-wheels || { log "cannot unpack $WHEELS"; exit 2; }
-  WHEELS=/tmp/allreduce-wheels/wheelhouse
+  rm -rf "$SCRATCH/allreduce-wheels" && mkdir -p "$SCRATCH/allreduce-wheels" &&
+    tar -xJf "$WHEELS" -C "$SCRATCH/allreduce-wheels" || { log "cannot unpack $WHEELS"; exit 2; }
+  WHEELS=$SCRATCH/allreduce-wheels/wheelhouse
 fi
 
 py=""
@@ -27,7 +32,7 @@ for candidate in /opt/torch/.venv/bin/python3 python3; do
   if "$candidate" -c 'import torch' 2>/dev/null; then py=$candidate; break; fi
 done
 [ -n "$py" ] || { log "no python with torch"; exit 2; }
-site=/tmp/allreduce-canary-site
+site=$SCRATCH/allreduce-canary-site
 "$py" -m pip install -q --no-deps --no-index --target "$site" "$WHEELS"/*.whl >> "$OUT/steps.log" 2>&1 ||
   { log "wheel install failed"; exit 2; }
 # One fixed time for every installed file, so FlashInfer's ninja finds a JIT cache built on another machine from the
@@ -36,8 +41,8 @@ find "$site" -exec touch -h -d @946684800 {} +
 sglang_site=${SGLANG_SITE:-$site}
 [ -d "$sglang_site/sglang" ] || { log "no sglang/ in $sglang_site: carry the sglang wheel or set SGLANG_SITE"; exit 2; }
 export PYTHONPATH=$site
-export FLASHINFER_WORKSPACE_BASE=/tmp/flashinfer-ws
-export FLASHINFER_AUTOTUNE_DIR=/tmp/flashinfer-ws/autotune
+export FLASHINFER_WORKSPACE_BASE=$SCRATCH/flashinfer-ws
+export FLASHINFER_AUTOTUNE_DIR=$FLASHINFER_WORKSPACE_BASE/autotune
 export FLASHINFER_CUDA_ARCH_LIST=${FLASHINFER_CUDA_ARCH_LIST:-9.0}
 mkdir -p "$FLASHINFER_WORKSPACE_BASE"
 # JIT_CACHE=<dir>: the flashinfer-jit-cache.tar.xz.part-* an earlier run returned (the first trtllm_comm build takes
@@ -88,9 +93,14 @@ run canary_corrupt 180 "$canary" "${spec[@]}" --no-timing --corrupt-rank 1 --out
 run canary_pcie_ipc 480 "$canary" --path pcie_ipc "${spec[@]}" --out "$OUT/canary_pcie_ipc.json"
 run canary_pcie_ipc_corrupt 180 "$canary" --path pcie_ipc "${spec[@]}" --no-tune --no-timing --corrupt-rank 1 \
   --out "$OUT/canary_pcie_ipc_corrupt.json"
-# 6. all-reduce inside CUDA graphs, NCCL defaults, with a pcie_ipc column where FlashInfer has it
-for k in $(env | grep -o '^NCCL_[A-Z_]*'); do unset "$k"; done
+# 6. all-reduce inside CUDA graphs: NCCL's defaults (none of the image's NCCL settings, multicast still off) with a
+# pcie_ipc column where FlashInfer has it, then each candidate NCCL setting (NCCL alone: PCIe IPC does not read them)
+nccl_defaults
 run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$OUT/bench_defaults.json"
+while read -r name setting; do
+  (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --pcie-ipc off --tokens 1,2,4,8,16,32,64,128 \
+    --out "$OUT/bench_$name.json")
+done < <(nccl_candidates)
 # The JIT cache for the next machine (its autotune results stay: they belong to this machine's topology), in parts
 # a returned file may hold.
 XZ_OPT="-6 -T0" tar -C "$FLASHINFER_WORKSPACE_BASE" --exclude=./autotune -cJf - . |

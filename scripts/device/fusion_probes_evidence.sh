@@ -3,7 +3,10 @@
 # writes their JSON and logs to $OUT. Carry .cache/device-fusion-wheels (flashinfer-python 0.6.18,
 # apache-tvm-ffi, cuda-tile, nccl4py for CPython 3.12); torch, nvcc and NCCL come from the machine.
 #   run(kind="nvidia-h200-x2", carry=[".cache/device-fusion-wheels"], command="bash scripts/device/fusion_probes_evidence.sh")
+# NVLink multicast stays off in every process (multicast-off.env, through device-env.sh).
 set -uo pipefail
+. "$(dirname "$0")/device-env.sh"
+multicast_off
 OUT=${OUT:-$PWD/.cache/device-out}
 mkdir -p "$OUT"
 log() { echo "fusion_probes: $*" | tee -a "$OUT/steps.log"; }
@@ -13,11 +16,12 @@ for candidate in /opt/torch/.venv/bin/python3 python3; do
   if "$candidate" -c 'import torch' 2>/dev/null; then py=$candidate; break; fi
 done
 [ -n "$py" ] || { log "no python with torch"; exit 2; }
-site=/tmp/fusion-probes-site
+SCRATCH=${SCRATCH:-/tmp}  # the installed wheels and FlashInfer's workspace
+site=$SCRATCH/fusion-probes-site
 "$py" -m pip install -q --no-deps --no-index --target "$site" .cache/device-fusion-wheels/*.whl >> "$OUT/steps.log" 2>&1 ||
   { log "wheel install failed"; exit 2; }
 export PYTHONPATH=$site
-export FLASHINFER_WORKSPACE_BASE=/tmp/flashinfer-ws
+export FLASHINFER_WORKSPACE_BASE=$SCRATCH/flashinfer-ws
 export FLASHINFER_CUDA_ARCH_LIST=${FLASHINFER_CUDA_ARCH_LIST:-9.0}
 mkdir -p "$FLASHINFER_WORKSPACE_BASE"
 n=$(nvidia-smi -L | wc -l)
@@ -40,13 +44,13 @@ run canary_warm 120 "$canary" --hidden 7168 --no-timing --out "$OUT/canary_warm.
 # 3. it must fail: one rank's input corrupted; and a deliberately wrong reference
 run canary_corrupt 120 "$canary" --hidden 7168 --no-timing --corrupt-rank 1 --out "$OUT/canary_corrupt.json"
 run canary_wrong_reference 120 "$canary" --hidden 7168 --no-timing --wrong-reference --out "$OUT/canary_wrong_reference.json"
-# 4. all-reduce inside CUDA graphs: NCCL defaults, a candidate setting, and P2P off (what a host without P2P pays)
-# Every NCCL_* setting of the image goes, except NVLink multicast, which must stay off on the shared test bed.
-for k in $(env | grep -o '^NCCL_[A-Z_]*'); do unset "$k"; done
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# 4. all-reduce inside CUDA graphs: NCCL defaults (none of the image's NCCL settings; multicast still off), then each
+# candidate setting of nccl-bench-candidates.txt
+nccl_defaults
 run bench_defaults 120 "$bench" --label defaults --out "$OUT/bench_defaults.json"
-NCCL_ALGO=allreduce:tree run bench_allreduce_tree 120 "$bench" --label "NCCL_ALGO=allreduce:tree" --out "$OUT/bench_allreduce_tree.json"
-NCCL_P2P_DISABLE=1 run bench_p2p_disabled 120 "$bench" --label "NCCL_P2P_DISABLE=1" --out "$OUT/bench_p2p_disabled.json"
+while read -r name setting; do
+  (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --out "$OUT/bench_$name.json")
+done < <(nccl_candidates)
 # One bundle, so a limit on returned files loses nothing.
 "$py" - "$OUT" <<'PY' > "$OUT/fusion_probes_evidence.json"
 import glob, json, os, sys

@@ -9,8 +9,10 @@ set -uo pipefail
 phase=${1:?phase: setup, legs [N...] or evidence}
 : "${OUT:=$PWD/.device/out}"
 mkdir -p "$OUT" /var/tmp/sglang-e2e/out
-# NVLink multicast stays off on this shared machine, in every process started from here.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+# NVLink multicast stays off on this shared machine, in every process started from here (multicast-off.env).
+. "$(dirname "$0")/device-env.sh"
+multicast_off
+export PYTHONUNBUFFERED=1
 py=/opt/torch/.venv/bin/python3; [ -x "$py" ] || py=$(command -v python3)
 # The roles run their stdlib helpers with /usr/bin/python3 (a Debian host has it); link the image's if absent.
 [ -x /usr/bin/python3 ] || { ln -s "$py" /usr/bin/python3 && echo "linked /usr/bin/python3 -> $py"; }

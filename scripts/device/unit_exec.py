@@ -16,8 +16,7 @@ import time
 
 SYSTEMD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PASS_THROUGH = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
-# NVLink multicast stays off on this machine, whatever a unit says (it can take the host's GPUs down).
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+MULTICAST_OFF_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multicast-off.env")
 
 
 def parse_unit(text):
@@ -62,6 +61,10 @@ def read_env_file(path):
                 value = value[1:-1]
             env[key.strip()] = value
     return env
+
+
+# NVLink multicast stays off on this machine, whatever a unit says (it can take the host's GPUs down).
+MULTICAST_OFF = read_env_file(MULTICAST_OFF_FILE)
 
 
 def service_env(unit, extra=None, host_env=None):

@@ -1,0 +1,160 @@
+"""The device evidence scripts (scripts/device/*_evidence.sh) at any GPU count, run here without GPUs.
+
+The GPU machine is simulated at its boundary only: `nvidia-smi -L` lists N GPUs, and the image's `python3` is a
+stand-in (named so below) that records each `torch.distributed.run` call (its arguments and the NCCL, PyTorch and
+NVSHMEM variables it was started with) instead of starting GPU processes; the scripts themselves run as written.
+What this holds: one process per listed GPU, NVLink multicast off in every GPU process whatever the caller's
+environment says (the device machines' GPUs are shared: multicast-off.env), each benchmark row with exactly its own
+NCCL setting, and every step's result in the bundle.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+from tests.helpers.ansible_run import REPO
+from tests.helpers.script_module import load_file
+
+DEVICE = os.path.join(REPO, "scripts", "device")
+unit_exec = load_file("scripts/device/unit_exec.py", "unit_exec")
+MULTICAST_OFF = unit_exec.MULTICAST_OFF
+# What the image (or a caller) might have set: an NCCL tuning, and multicast on.
+HOSTILE_ENV = {"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO", "NCCL_NVLS_ENABLE": "1",
+               "TORCH_SYMM_MEM_DISABLE_MULTICAST": "0"}
+
+PYTHON_STANDIN = '''#!%(python)s
+"""Stand-in for the device image's python3 (torch, FlashInfer, GPUs): records what would have run there."""
+import json, os, sys
+args = sys.argv[1:]
+watched = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_"))}
+def record(kind, **extra):
+    with open(os.environ["STANDIN_RECORD"], "a") as handle:
+        handle.write(json.dumps(dict(kind=kind, env=watched, **extra)) + "\\n")
+if args[:2] == ["-m", "torch.distributed.run"]:
+    out = args[args.index("--out") + 1]
+    record("torchrun", argv=args)
+    with open(out, "w") as handle:
+        json.dump({"stand_in": True, "argv": args}, handle)
+elif args[:2] == ["-m", "pip"]:
+    os.makedirs(args[args.index("--target") + 1], exist_ok=True)
+elif args[:1] == ["-c"] and "build_and_load" in args[1]:
+    record("jit", code=args[1])
+elif args[:1] == ["-c"]:
+    print("stand-in python3: " + args[1][:40])
+elif args[:1] == ["-"]:
+    os.execv(%(python)r, [%(python)r] + args)
+else:
+    sys.exit("stand-in python3: unexpected call %%r" %% (args,))
+'''
+
+
+def candidates():
+    rows = []
+    with open(os.path.join(DEVICE, "nccl-bench-candidates.txt"), encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip() and not line.startswith("#"):
+                name, setting = line.split()
+                rows.append((name, setting))
+    return rows
+
+
+def run_script(tmp_path, script, gpus, extra_env=None):
+    """Run scripts/device/<script> with N stand-in GPUs; (completed process, recorded calls, $OUT)."""
+    if os.path.exists("/opt/torch/.venv/bin/python3"):
+        pytest.skip("a device image: the scripts would take its real python3")
+    bin_dir, out, sglang_site = tmp_path / "bin", tmp_path / "out", tmp_path / "sglang-site"
+    bin_dir.mkdir()
+    (sglang_site / "sglang").mkdir(parents=True)
+    python = bin_dir / "python3"
+    python.write_text(PYTHON_STANDIN % {"python": sys.executable})
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n# stand-in: %d GPUs\n[ \"$1\" = -L ] || exit 0\n" % gpus + "".join(
+        "echo 'GPU %d: NVIDIA H200 (UUID: GPU-standin-%d)'\n" % (i, i) for i in range(gpus)))
+    for path in (python, smi):
+        path.chmod(0o755)
+    record = tmp_path / "calls.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_"))}
+    env.update(HOSTILE_ENV)
+    env.update({"PATH": "%s:%s" % (bin_dir, env["PATH"]), "OUT": str(out), "STANDIN_RECORD": str(record),
+                "SGLANG_SITE": str(sglang_site), "SCRATCH": str(tmp_path / "scratch"),
+                "WHEELS": str(tmp_path / "no-wheels")})
+    env.update(extra_env or {})
+    proc = subprocess.run(["bash", os.path.join(DEVICE, script)], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    calls = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    return proc, calls, out
+
+
+def step_name(call):
+    return os.path.basename(call["argv"][call["argv"].index("--out") + 1])[:-len(".json")]
+
+
+@pytest.mark.parametrize("gpus", [2, 4, 8])
+def test_allreduce_evidence_runs_one_process_per_gpu_with_multicast_off(tmp_path, gpus):
+    proc, calls, out = run_script(tmp_path, "allreduce_canary_evidence.sh", gpus)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    torchruns = [call for call in calls if call["kind"] == "torchrun"]
+    assert torchruns and {call["argv"][call["argv"].index("--nproc-per-node") + 1] for call in torchruns} == {
+        str(gpus)}
+    for call in calls:  # the JIT builds too
+        for name, value in MULTICAST_OFF.items():
+            assert call["env"].get(name) == value, (call.get("argv") or call["code"], name)
+    steps = [step_name(call) for call in torchruns]
+    assert steps == ["canary_sglang_call", "canary_vllm_trigger", "canary_oneshot", "canary_twoshot",
+                     "canary_corrupt", "canary_pcie_ipc", "canary_pcie_ipc_corrupt", "bench_defaults"] + [
+                         "bench_" + name for name, _ in candidates()]
+    bundle = json.loads((out / "allreduce_canary_evidence.json").read_text())
+    assert sorted(bundle["results"]) == sorted(steps)
+    assert all(any(line.startswith("allreduce_canary: %s: rc=0 " % step) for line in bundle["steps"])
+               for step in steps)
+    assert "%d GPU(s)" % gpus in "\n".join(bundle["steps"])
+
+
+def test_each_benchmark_row_has_exactly_its_own_nccl_setting(tmp_path):
+    _, calls, _ = run_script(tmp_path, "allreduce_canary_evidence.sh", 4)
+    rows = {step_name(call): call for call in calls if call["kind"] == "torchrun" and "--label" in call["argv"]}
+    expected = {"bench_defaults": ("defaults", {})}
+    expected.update({"bench_" + name: (setting, dict([setting.split("=", 1)])) for name, setting in candidates()})
+    assert set(rows) == set(expected)
+    for step, (label, nccl) in expected.items():
+        argv, env = rows[step]["argv"], rows[step]["env"]
+        assert argv[argv.index("--label") + 1] == label
+        # none of the caller's NCCL settings: NCCL's defaults plus this row's setting, multicast still off
+        assert {k: v for k, v in env.items() if k.startswith("NCCL_")} == dict(
+            nccl, NCCL_NVLS_ENABLE=MULTICAST_OFF["NCCL_NVLS_ENABLE"]), step
+        # the candidates time NCCL alone (PCIe IPC does not read NCCL's settings): one pcie_ipc column, by defaults
+        assert ("--pcie-ipc" in argv and argv[argv.index("--pcie-ipc") + 1] == "off") == (step != "bench_defaults")
+    canaries = [call for call in calls if call["kind"] == "torchrun" and "--label" not in call["argv"]]
+    assert canaries and all(call["env"]["NCCL_ALGO"] == "Ring" for call in canaries)  # the machine's, untouched
+
+
+def test_steps_runs_only_the_steps_named(tmp_path):
+    _, calls, out = run_script(tmp_path, "allreduce_canary_evidence.sh", 8,
+                               {"STEPS": "canary_pcie_ipc bench_p2p_disabled"})
+    assert [step_name(call) for call in calls] == ["canary_pcie_ipc", "bench_p2p_disabled"]
+    assert sorted(json.loads((out / "allreduce_canary_evidence.json").read_text())["results"]) == [
+        "bench_p2p_disabled", "canary_pcie_ipc"]
+
+
+@pytest.mark.parametrize("gpus", [2, 8])
+def test_fusion_probes_evidence_keeps_multicast_off_and_takes_the_candidates(tmp_path, gpus):
+    proc, calls, _ = run_script(tmp_path, "fusion_probes_evidence.sh", gpus)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [step_name(call) for call in calls] == [
+        "canary", "canary_warm", "canary_corrupt", "canary_wrong_reference", "bench_defaults"] + [
+            "bench_" + name for name, _ in candidates()]
+    for call in calls:
+        assert call["argv"][call["argv"].index("--nproc-per-node") + 1] == str(gpus)
+        assert all(call["env"].get(name) == value for name, value in MULTICAST_OFF.items())
+
+
+def test_the_multicast_off_file_is_what_every_device_process_gets():
+    assert MULTICAST_OFF == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                             "NVSHMEM_DISABLE_NVLS": "1"}
+    shell = subprocess.run(["bash", "-c", ". %s; multicast_off; env" % shlex.quote(os.path.join(DEVICE, "device-env.sh"))],
+                           env={"PATH": os.environ["PATH"], "NCCL_NVLS_ENABLE": "1"}, capture_output=True,
+                           text=True, check=True).stdout
+    assert {line.split("=", 1)[0]: line.split("=", 1)[1] for line in shell.splitlines()
+            if line.split("=", 1)[0] in MULTICAST_OFF} == MULTICAST_OFF

@@ -69,7 +69,8 @@ run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, r
 }
 canary=roles/fusion_patch/files/fusion_canary.py
 bench=roles/gpu_probes/files/allreduce_bench.py
-spec=(--hidden 7168 --draft-tokens 4 --max-batch 16 --sglang-site "$sglang_site")
+draft_tokens=4 max_batch=16  # the speculative shapes: CUDA-graph batches up to max_batch x draft tokens
+spec=(--hidden 7168 --draft-tokens "$draft_tokens" --max-batch "$max_batch" --sglang-site "$sglang_site")
 jit() {  # jit NAME GENERATOR: build one FlashInfer JIT module the canaries load (needs one GPU only), both at once
   local name=$1 gen=$2 t0=$SECONDS
   if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" jit_build "* ]]; then return 0; fi
@@ -107,14 +108,18 @@ XZ_OPT="-6 -T0" tar -C "$FLASHINFER_WORKSPACE_BASE" --exclude=./autotune -cJf - 
   split -b 15m - "$OUT/flashinfer-jit-cache.tar.xz.part-" &&
   log "JIT cache: $(cat "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -c) bytes in $(ls "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -l) part(s)"
 # One bundle, so a limit on returned files loses nothing.
-"$py" - "$OUT" <<'PY' > "$OUT/allreduce_canary_evidence.json"
+"$py" - "$OUT" "$draft_tokens" "$max_batch" <<'PY' > "$OUT/allreduce_canary_evidence.json"
 import glob, json, os, sys
 out = sys.argv[1]
 bundle = {"steps": open(os.path.join(out, "steps.log")).read().splitlines(),
-          "machine": open(os.path.join(out, "machine.txt")).read().splitlines(), "results": {}}
+          "machine": open(os.path.join(out, "machine.txt")).read().splitlines(),
+          "canary_spec": {"draft_tokens": int(sys.argv[2]), "max_batch": int(sys.argv[3])}, "results": {}}
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    if not path.endswith("allreduce_canary_evidence.json"):
+    if not path.endswith(("allreduce_canary_evidence.json", "evidence_check.json")):
         bundle["results"][os.path.basename(path)[:-5]] = json.load(open(path))
 print(json.dumps(bundle, indent=1))
 PY
+# Whether the bundle is the evidence #15/#16 ask for (a full run; with STEPS it names what did not run).
+"$py" scripts/device/allreduce_evidence_check.py "$OUT/allreduce_canary_evidence.json" > "$OUT/evidence_check.json"
+log "evidence check: rc=$? ($(tr -d '\n' < "$OUT/evidence_check.json" | cut -c1-400))"
 log done

@@ -43,7 +43,7 @@ elif args[:1] == ["-c"] and "build_and_load" in args[1]:
     record("jit", code=args[1])
 elif args[:1] == ["-c"]:
     print("stand-in python3: " + args[1][:40])
-elif args[:1] == ["-"]:
+elif args[:1] == ["-"] or args[0].endswith(".py"):  # the scripts' own stdlib steps run for real
     os.execv(%(python)r, [%(python)r] + args)
 else:
     sys.exit("stand-in python3: unexpected call %%r" %% (args,))
@@ -110,6 +110,9 @@ def test_allreduce_evidence_runs_one_process_per_gpu_with_multicast_off(tmp_path
     assert all(any(line.startswith("allreduce_canary: %s: rc=0 " % step) for line in bundle["steps"])
                for step in steps)
     assert "%d GPU(s)" % gpus in "\n".join(bundle["steps"])
+    verdict = json.loads((out / "evidence_check.json").read_text())  # stand-in results are never evidence
+    assert verdict["gpus"] == gpus and not verdict["passed"] and "canary_sglang_call: no SGLang call recorded" in (
+        "\n".join(verdict["problems"]))
 
 
 def test_each_benchmark_row_has_exactly_its_own_nccl_setting(tmp_path):

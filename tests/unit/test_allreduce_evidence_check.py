@@ -1,0 +1,162 @@
+"""scripts/device/allreduce_evidence_check.py: what a device bundle of the all-reduce canaries and microbenchmark must
+show to count as the evidence of issues #15 and #16, at 2, 4 and 8 GPUs; and every committed bundle
+(tests/fixtures/device/h200x<N>_allreduce_canary.json, allreduce_canary_evidence.sh's bundle from a real run) held
+to it.
+
+The bundles below are built here, in the shape fusion_canary.py and allreduce_bench.py write, to show the checker
+accepts a complete run and names each way a run falls short; none of them is evidence of anything on a GPU.
+"""
+import copy
+import glob
+import json
+import os
+
+import pytest
+from tests.helpers.ansible_run import REPO
+from tests.helpers.script_module import load_file
+
+checker = load_file("scripts/device/allreduce_evidence_check.py", "allreduce_evidence_check")
+canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary")
+FIXTURES = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "device", "h200x*_allreduce_canary.json")))
+SPEC = {"draft_tokens": 4, "max_batch": 16}
+SHAPES = canary.shapes(canary.DEFAULT_TOKENS, SPEC["draft_tokens"], SPEC["max_batch"])
+SPECULATIVE = sorted(set(SHAPES) - set(canary.DEFAULT_TOKENS))
+
+
+def canary_result(path, gpus, bad_rank=None):
+    """A canary result as fusion_canary.py writes it: eager and graph rows per shape, one row per rank."""
+    sizes = []
+    for tokens in SHAPES:
+        for phase in ("eager", "graph x6"):
+            sizes.append({"tokens": tokens, "phase": phase, "ranks": [
+                {"rank": r, "bad": 7 if r == bad_rank else 0, "nonfinite": 0, "max_abs_err": 0.0078}
+                for r in range(gpus)]})
+    result = {"tool": "fusion_canary", "path": path, "world_size": gpus, "sizes": sizes, "kernel": {},
+              "sglang_call": {"use_oneshot": None, "trigger_completion_at_end": False, "fp32_acc": True}
+              if path == "fusion" else None}
+    result.update(canary.judge(sizes, world_size=gpus))
+    return result
+
+
+def bench_row(label, nccl_env, gpus, pcie_ipc):
+    return {"tool": "allreduce_bench", "label": label, "world_size": gpus, "nccl_env": nccl_env,
+            "sizes": [{"tokens": t, "us": 10.0 + t, "pcie_ipc_us": 8.0 + t if pcie_ipc else None}
+                      for t in canary.DEFAULT_TOKENS]}
+
+
+def complete_bundle(gpus):
+    results = {name: canary_result("fusion", gpus) for name in (
+        "canary_sglang_call", "canary_vllm_trigger", "canary_oneshot", "canary_twoshot")}
+    results["canary_corrupt"] = canary_result("fusion", gpus, bad_rank=1)
+    results["canary_pcie_ipc"] = canary_result("pcie_ipc", gpus)
+    results["canary_pcie_ipc_corrupt"] = canary_result("pcie_ipc", gpus, bad_rank=1)
+    off = checker.nccl_multicast_off()
+    results["bench_defaults"] = bench_row("defaults", dict(off), gpus, True)
+    for name, setting in checker.candidates():
+        results["bench_" + name] = bench_row(setting, dict(off, **dict([setting.split("=", 1)])), gpus, False)
+    steps = ["allreduce_canary: python python3, %d GPU(s), sglang source /tmp/site" % gpus] + [
+        "allreduce_canary: %s: rc=%d wall=9s" % (name, 3 if name in checker.MUST_FAIL else 0) for name in results]
+    return {"steps": steps, "machine": [], "canary_spec": dict(SPEC), "results": results}
+
+
+def problems(bundle):
+    return "\n".join(checker.check(bundle, canary)["problems"])
+
+
+@pytest.mark.parametrize("gpus", [2, 4, 8])
+def test_a_complete_run_is_evidence(gpus):
+    verdict = checker.check(complete_bundle(gpus), canary)
+    assert verdict == {"gpus": gpus, "passed": True, "problems": [], "findings": [
+        "canary_vllm_trigger: passed", "canary_oneshot: passed", "canary_twoshot: passed"]}
+
+
+def test_a_nan_at_a_speculative_shape_fails_sglangs_call_and_names_the_hazard_when_vllms_setting_passed():
+    bundle = complete_bundle(8)
+    shape = SPECULATIVE[-1]
+    row = next(s for s in bundle["results"]["canary_sglang_call"]["sizes"]
+               if s["tokens"] == shape and s["phase"].startswith("graph"))
+    row["ranks"][5]["nonfinite"] = 3
+    bundle["results"]["canary_sglang_call"].update(canary.judge(bundle["results"]["canary_sglang_call"]["sizes"]))
+    verdict = checker.check(bundle, canary)
+    assert not verdict["passed"]
+    assert "canary_sglang_call: did not pass with SGLang's own call: tokens %d (graph x6): 3 NaN/Inf element(s) " \
+        "on rank 5" % shape in verdict["problems"][0]
+    assert any(f.startswith("NaN hazard shown") for f in verdict["findings"])
+
+
+def test_a_speculative_shape_not_checked_is_named():
+    bundle = complete_bundle(4)
+    missing = SPECULATIVE[0]
+    result = bundle["results"]["canary_sglang_call"]
+    result["sizes"] = [s for s in result["sizes"] if s["tokens"] != missing]
+    assert "canary_sglang_call: tokens [%d] not checked (eager)" % missing in problems(bundle)
+
+
+def test_a_rank_that_did_not_report_fails_it():
+    bundle = complete_bundle(4)
+    bundle["results"]["canary_sglang_call"]["sizes"][0]["ranks"].pop()
+    assert "3 of 4 ranks reported" in problems(bundle)
+
+
+@pytest.mark.parametrize("step", ["canary_corrupt", "canary_pcie_ipc_corrupt"])
+def test_a_corrupted_rank_must_fail_its_canary(step):
+    bundle = complete_bundle(2)
+    bundle["results"][step] = canary_result("fusion", 2)
+    assert "%s: a corrupted rank did not fail it" % step in problems(bundle)
+    del bundle["results"][step]
+    assert "%s: missing (the canary must be shown to fail)" % step in problems(bundle)
+
+
+def test_pcie_ipc_absent_from_flashinfer_is_a_problem():
+    bundle = complete_bundle(2)
+    bundle["results"]["canary_pcie_ipc"] = {"world_size": 2, "passed": False, "sizes": [], "kernel": {
+        "error": "this FlashInfer has no PcieIpcAllReduceWorkspace (needs >= 0.7.0)"}}
+    for row in bundle["results"]["bench_defaults"]["sizes"]:
+        row["pcie_ipc_us"] = None
+    text = problems(bundle)
+    assert "canary_pcie_ipc: this FlashInfer has no PcieIpcAllReduceWorkspace" in text
+    assert "bench_defaults: no pcie_ipc column" in text
+
+
+def test_each_candidate_row_must_run_with_exactly_its_own_setting():
+    name = checker.candidates()[0][0]
+    bundle = complete_bundle(8)
+    bundle["results"]["bench_" + name]["nccl_env"]["NCCL_DEBUG"] = "INFO"
+    del bundle["results"]["bench_" + checker.candidates()[1][0]]
+    text = problems(bundle)
+    assert "bench_%s: ran with NCCL settings" % name in text
+    assert "bench_%s: missing (microbenchmark row %s)" % checker.candidates()[1] in text
+    bundle = complete_bundle(8)
+    bundle["results"]["bench_defaults"]["nccl_env"] = {}  # multicast not held off
+    assert "bench_defaults: ran with NCCL settings {}" in problems(bundle)
+
+
+def test_another_gpu_count_a_step_that_ended_otherwise_and_no_spec_are_problems():
+    bundle = complete_bundle(8)
+    bundle["results"]["canary_pcie_ipc"]["world_size"] = 2
+    bundle["steps"] = [line.replace("canary_sglang_call: rc=0", "canary_sglang_call: rc=124")
+                       for line in bundle["steps"]]
+    del bundle["canary_spec"]
+    text = problems(bundle)
+    assert "canary_pcie_ipc: world size 2 on a machine of 8 GPU(s)" in text
+    assert "canary_sglang_call: rc 124, expected 0" in text
+    assert "canary_spec: the bundle does not say" in text
+
+
+def test_the_command_line_reads_a_file_and_refuses_an_unreadable_one(tmp_path, capsys):
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(complete_bundle(4)))
+    assert checker.main([str(path)]) == 0 and json.loads(capsys.readouterr().out)["passed"]
+    assert checker.main([str(tmp_path / "absent.json")]) == 1
+    assert "cannot read" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not FIXTURES, reason="no multi-GPU run of allreduce_canary_evidence.sh recorded yet: the 2-, 4- "
+                    "and 8-GPU kinds were not lent (issues #15, #16)")
+@pytest.mark.parametrize("path", FIXTURES or [None])
+def test_every_recorded_bundle_is_evidence(path):
+    with open(path, encoding="utf-8") as handle:
+        bundle = json.load(handle)
+    gpus = int(os.path.basename(path).split("_")[0][len("h200x"):])
+    verdict = checker.check(copy.deepcopy(bundle), canary)
+    assert verdict["gpus"] == gpus and verdict["problems"] == []

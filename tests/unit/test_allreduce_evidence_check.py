@@ -3,8 +3,8 @@ show to count as the evidence of issues #15 and #16, at 2, 4 and 8 GPUs; and eve
 (tests/fixtures/device/h200x<N>_allreduce_canary.json, allreduce_canary_evidence.sh's bundle from a real run) held
 to it.
 
-The bundles below are built here, in the shape fusion_canary.py and allreduce_bench.py write, to show the checker
-accepts a complete run and names each way a run falls short; none of them is evidence of anything on a GPU.
+The bundles below are built in tests (tests/helpers/allreduce_bundles.py) to show the checker accepts a complete run
+and names each way a run falls short; none of them is evidence of anything on a GPU.
 """
 import copy
 import glob
@@ -12,51 +12,10 @@ import json
 import os
 
 import pytest
+from tests.helpers.allreduce_bundles import SPECULATIVE, canary, canary_result, checker, complete_bundle
 from tests.helpers.ansible_run import REPO
-from tests.helpers.script_module import load_file
 
-checker = load_file("scripts/device/allreduce_evidence_check.py", "allreduce_evidence_check")
-canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary")
 FIXTURES = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "device", "h200x*_allreduce_canary.json")))
-SPEC = {"draft_tokens": 4, "max_batch": 16}
-SHAPES = canary.shapes(canary.DEFAULT_TOKENS, SPEC["draft_tokens"], SPEC["max_batch"])
-SPECULATIVE = sorted(set(SHAPES) - set(canary.DEFAULT_TOKENS))
-
-
-def canary_result(path, gpus, bad_rank=None):
-    """A canary result as fusion_canary.py writes it: eager and graph rows per shape, one row per rank."""
-    sizes = []
-    for tokens in SHAPES:
-        for phase in ("eager", "graph x6"):
-            sizes.append({"tokens": tokens, "phase": phase, "ranks": [
-                {"rank": r, "bad": 7 if r == bad_rank else 0, "nonfinite": 0, "max_abs_err": 0.0078}
-                for r in range(gpus)]})
-    result = {"tool": "fusion_canary", "path": path, "world_size": gpus, "sizes": sizes, "kernel": {},
-              "sglang_call": {"use_oneshot": None, "trigger_completion_at_end": False, "fp32_acc": True}
-              if path == "fusion" else None}
-    result.update(canary.judge(sizes, world_size=gpus))
-    return result
-
-
-def bench_row(label, nccl_env, gpus, pcie_ipc):
-    return {"tool": "allreduce_bench", "label": label, "world_size": gpus, "nccl_env": nccl_env,
-            "sizes": [{"tokens": t, "us": 10.0 + t, "pcie_ipc_us": 8.0 + t if pcie_ipc else None}
-                      for t in canary.DEFAULT_TOKENS]}
-
-
-def complete_bundle(gpus):
-    results = {name: canary_result("fusion", gpus) for name in (
-        "canary_sglang_call", "canary_vllm_trigger", "canary_oneshot", "canary_twoshot")}
-    results["canary_corrupt"] = canary_result("fusion", gpus, bad_rank=1)
-    results["canary_pcie_ipc"] = canary_result("pcie_ipc", gpus)
-    results["canary_pcie_ipc_corrupt"] = canary_result("pcie_ipc", gpus, bad_rank=1)
-    off = checker.nccl_multicast_off()
-    results["bench_defaults"] = bench_row("defaults", dict(off), gpus, True)
-    for name, setting in checker.candidates():
-        results["bench_" + name] = bench_row(setting, dict(off, **dict([setting.split("=", 1)])), gpus, False)
-    steps = ["allreduce_canary: python python3, %d GPU(s), sglang source /tmp/site" % gpus] + [
-        "allreduce_canary: %s: rc=%d wall=9s" % (name, 3 if name in checker.MUST_FAIL else 0) for name in results]
-    return {"steps": steps, "machine": [], "canary_spec": dict(SPEC), "results": results}
 
 
 def problems(bundle):

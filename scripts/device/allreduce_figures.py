@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""The README's table of all-reduce figures measured on GPUs, one column per GPU count (2, 4, 8), generated from the
+device fixtures so that the table and the evidence cannot drift apart.
+
+Per GPU count N it reads tests/fixtures/device/h200x<N>_allreduce_canary.json (allreduce_canary_evidence.sh's
+bundle: the fusion canary with SGLang's own call, PCIe IPC, NCCL defaults and each candidate NCCL setting), else the
+older pair h200x<N>_fusion_canary.json + h200x<N>_fusion_probes.json (fusion_probes_evidence.sh). A count with
+neither says "not run"; a row its run did not measure says "-".
+
+    scripts/device/allreduce_figures.py            # rewrite the block between the markers in README.md
+    scripts/device/allreduce_figures.py --check    # exit 1 when the block differs from the fixtures
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
+README = os.path.join(REPO, "README.md")
+BEGIN = "<!-- BEGIN GPU FIGURES: generated from tests/fixtures/device by scripts/device/allreduce_figures.py -->"
+END = "<!-- END GPU FIGURES -->"
+GPU_COUNTS = (2, 4, 8)
+TOKENS = (1, 16, 128)  # one decode token, a speculative verify batch, the largest verify-step size measured
+
+
+def _load(name):
+    path = os.path.join(FIXTURES, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def candidates():
+    with open(os.path.join(HERE, "nccl-bench-candidates.txt"), encoding="utf-8") as handle:
+        return [tuple(line.split()) for line in handle if line.strip() and not line.startswith("#")]
+
+
+def run_of(gpus):
+    """(source files, {'fused', 'reference', 'nccl:<label>', 'pcie_ipc'}: {tokens: us}, canary verdicts) or None."""
+    bundle = _load("h200x%d_allreduce_canary.json" % gpus)
+    if bundle is not None:
+        results = bundle["results"]
+        canary = results.get("canary_sglang_call") or {}
+        sources = ["h200x%d_allreduce_canary.json" % gpus]
+    else:
+        canary, probes = _load("h200x%d_fusion_canary.json" % gpus), _load("h200x%d_fusion_probes.json" % gpus)
+        if canary is None or probes is None:
+            return None
+        results = probes["results"]
+        sources = ["h200x%d_fusion_canary.json" % gpus, "h200x%d_fusion_probes.json" % gpus]
+    eager = [s for s in canary.get("sizes", []) if s.get("phase", "eager") == "eager" and not s.get("skipped")]
+    figures = {"fused": {s["tokens"]: s.get("fused_us") for s in eager},
+               "reference": {s["tokens"]: s.get("reference_us") for s in eager}}
+    for row in results.values():
+        if row.get("tool") == "allreduce_bench":
+            figures["nccl:" + row["label"]] = {s["tokens"]: s["us"] for s in row["sizes"]}
+            if row["label"] == "defaults":
+                figures["pcie_ipc"] = {s["tokens"]: s.get("pcie_ipc_us") for s in row["sizes"]}
+    corrupt = results.get("canary_corrupt") or {}
+    verdicts = "canary %s, corrupted rank %s" % ("passed" if canary.get("passed") else "FAILED",
+                                                "failed it" if corrupt and not corrupt.get("passed") else "not shown")
+    return sources, figures, verdicts
+
+
+def _cell(values):
+    if values is None:
+        return "-"
+    shown = [values.get(t) for t in TOKENS]
+    if all(v is None for v in shown):
+        return "-"
+    return " / ".join("-" if v is None else "%.1f" % v for v in shown)
+
+
+def render():
+    runs = {gpus: run_of(gpus) for gpus in GPU_COUNTS}
+    rows = [("fused all-reduce + residual + RMSNorm (FlashInfer trtllm)", "fused"),
+            ("NCCL all-reduce + add + RMSNorm (what the fusion replaces)", "reference"),
+            ("NCCL all-reduce alone, defaults", "nccl:defaults")]
+    rows += [("NCCL all-reduce alone, `%s`" % setting, "nccl:" + setting) for _, setting in candidates()]
+    rows.append(("FlashInfer PCIe IPC all-reduce", "pcie_ipc"))
+    head = "| µs at %s tokens x 7168 bf16, in CUDA graphs | %s |" % (
+        " / ".join(str(t) for t in TOKENS), " | ".join("%d GPUs" % g for g in GPU_COUNTS))
+    lines = [head, "|---|%s" % ("---|" * len(GPU_COUNTS))]
+    for title, key in rows:
+        cells = ["not run" if runs[g] is None else _cell(runs[g][1].get(key)) for g in GPU_COUNTS]
+        lines.append("| %s | %s |" % (title, " | ".join(cells)))
+    lines.append("| fusion canary | %s |" % " | ".join("not run" if runs[g] is None else runs[g][2]
+                                                        for g in GPU_COUNTS))
+    sources = "; ".join("%d GPUs: %s" % (g, ", ".join("`%s`" % s for s in runs[g][0]))
+                        for g in GPU_COUNTS if runs[g] is not None)
+    lines += ["", "From `tests/fixtures/device/` (%s). `-`: not measured in that run." % sources]
+    return "\n".join(lines)
+
+
+def replace_block(text, block):
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + block + "\n" + text[end:]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when README.md's block is stale")
+    args = parser.parse_args(argv)
+    with open(README, encoding="utf-8") as handle:
+        text = handle.read()
+    if BEGIN not in text or END not in text:
+        print("README.md has no %s ... %s block" % (BEGIN, END), file=sys.stderr)
+        return 1
+    wanted = replace_block(text, render())
+    if args.check:
+        if wanted != text:
+            print("README.md's GPU figures differ from tests/fixtures/device: run %s" % os.path.relpath(
+                __file__, REPO), file=sys.stderr)
+            return 1
+        return 0
+    with open(README, "w", encoding="utf-8") as handle:
+        handle.write(wanted)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -48,3 +48,12 @@ def test_flashinfer_defaults_trigger_to_true_where_sglang_passes_false():
         signature = source[source.index("def allreduce_fusion("):]
         signature = signature[:signature.index(")")]
         assert "trigger_completion_at_end: bool = True" in signature, version
+
+
+@pytest.mark.parametrize("release", ["0.5.21", "0.5.23"])
+def test_each_release_pcie_ipc_sizing(release):
+    """The PCIe IPC workspace as the release sizes it: Kimi-K2.5 at max batch 16 x 4 draft tokens is 64 rows."""
+    with zipfile.ZipFile(wheels.wheel("sglang", release)) as archive:
+        sizing = canary.sglang_pcie_sizing(archive.read(canary.SG_PCIE).decode("utf-8"))
+    assert sizing == {"fallback_width": 64, "tune_rows": (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)}
+    assert canary.pcie_workspace(sizing, 7168, None, 16, 4)["tune_batches"] == [1, 2, 4, 8, 16, 32, 64]

@@ -141,3 +141,39 @@ def test_the_summary_says_why_a_kernel_could_not_be_proven():
     line = canary.summary_line(result)
     assert line.startswith("pcie_ipc canary FAILED on 2 GPU(s)") and "needs >= 0.7.0" in line
     assert not canary.judge([], world_size=2)["passed"]
+
+
+PCIE_SOURCE = (
+    "_SUPPORTED_WORLD_SIZES = (2, 4, 8)\n_FALLBACK_DECODE_WIDTH = 48\n\n"
+    "def _tune_batches(max_rows):\n"
+    "    rows = [r for r in (1, 2, 4, 8, 16, 32, 64) if r <= max_rows]\n"
+    "    if max_rows >= 1 and max_rows not in rows:\n        rows.append(max_rows)\n    return tuple(rows)\n")
+
+
+def test_pcie_ipc_sizing_is_read_from_the_release():
+    assert canary.sglang_pcie_sizing(PCIE_SOURCE) == {"fallback_width": 48, "tune_rows": (1, 2, 4, 8, 16, 32, 64)}
+    for text in ("", "_FALLBACK_DECODE_WIDTH = 48\n", "def _tune_batches(m):\n    return (1, 2)\n"):
+        with pytest.raises(canary.CanaryError):
+            canary.sglang_pcie_sizing(text)
+
+
+@pytest.mark.parametrize("override,max_batch,draft,rows,tune,sized_by", [
+    (None, 16, 4, 64, [1, 2, 4, 8, 16, 32, 64], "CUDA-graph max batch x draft tokens"),  # Kimi-K2.5's sizing
+    (None, 12, None, 12, [1, 2, 4, 8, 12], "CUDA-graph max batch x draft tokens"),        # no speculation: 1 row
+    (None, None, None, 48, [1, 2, 4, 8, 16, 32, 48], "the release's fallback width"),
+    (20 * 7168, 16, 4, 20, [1, 2, 4, 8, 16, 20], "SGLANG_PCIE_IPC_MAX_NUMEL"),            # the role's value wins
+])
+def test_pcie_ipc_workspace_is_sized_as_sglang_sizes_it(override, max_batch, draft, rows, tune, sized_by):
+    sizing = canary.sglang_pcie_sizing(PCIE_SOURCE)
+    sized = canary.pcie_workspace(sizing, 7168, override, max_batch, draft)
+    assert sized == {"max_numel": rows * 7168, "rows": rows, "tune_batches": tune, "sized_by": sized_by}
+
+
+def test_the_pcie_ipc_canary_without_sglangs_pcie_ipc_fails_before_touching_a_gpu(tmp_path):
+    (tmp_path / "sglang").mkdir()
+    out = tmp_path / "canary.json"
+    proc = subprocess.run([sys.executable, SCRIPT, "--path", "pcie_ipc", "--sglang-site", str(tmp_path),
+                           "--out", str(out)], capture_output=True, text=True, check=False)
+    result = json.loads(out.read_text())
+    assert proc.returncode == 2 and not result["passed"]
+    assert result["summary"].startswith("pcie_ipc canary FAILED") and "no PCIe IPC all-reduce" in result["summary"]

@@ -10,7 +10,10 @@ INSTALLED SGLang passes, read from its source (never imported): use_oneshot (Non
 heuristic), trigger_completion_at_end, fp32_acc, launch_with_pdl and the workspace size (FUSE_ALLREDUCE_MAX_BATCH_SIZE
 tokens); where the release has it, also SGLang's allreduce-only call (pattern kAllReduce).
 --path pcie_ipc: FlashInfer >= 0.7.0's PcieIpcAllReduceWorkspace as SGLang's pcie_ipc_ar.py drives it (bf16,
-tune_batches, tune(), prepare() before capture, rebind_stream() per stream, supports() then all_reduce()).
+tune_batches, tune(), prepare() before capture, rebind_stream() per stream, supports() then all_reduce()), sized as
+the installed release sizes it: SGLANG_PCIE_IPC_MAX_NUMEL (--pcie-ipc-max-numel) or the widest decode reduction
+(CUDA-graph max batch x draft tokens), else the release's own fallback width; larger shapes go to NCCL there and are
+recorded as skipped here.
 
 Shapes: --tokens (the verify-step sizes) plus the speculative ones, CUDA-graph batch sizes x --draft-tokens up to
 --max-batch. Each shape is checked eagerly (one call) and inside a CUDA graph (a chain of back-to-back calls,
@@ -79,6 +82,8 @@ def parse_args(argv=None):
                         "Lamport buffers)")
     parser.add_argument("--replays", type=int, default=3, help="graph replays checked for NaN/Inf")
     parser.add_argument("--no-tune", action="store_true", help="pcie_ipc: keep FlashInfer's seed tactics")
+    parser.add_argument("--pcie-ipc-max-numel", type=int, default=None,
+                        help="pcie_ipc: SGLANG_PCIE_IPC_MAX_NUMEL as the server gets it (default: SGLang's sizing)")
     parser.add_argument("--iters", type=int, default=20, help="ops per CUDA graph when timing")
     parser.add_argument("--reps", type=int, default=20, help="graph replays when timing")
     parser.add_argument("--eps", type=float, default=1e-6)
@@ -204,6 +209,54 @@ def sglang_call(texts):
                            "launch_with_pdl": fixed.get("launch_with_pdl", False) is True}
     call["caller_overrides"] = sorted(caller_overrides)
     return call
+
+
+def sglang_pcie_sizing(text):
+    """How the installed SGLang sizes PCIe IPC's workspace, from pcie_ipc_ar.py's source. Pure.
+
+    Returns {fallback_width, tune_rows}: the rows it falls back to without a decode config, and the row counts its
+    _tune_batches() profiles (those up to the workspace's rows, plus that count).
+    """
+    tree = ast.parse(text)
+    fallback = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "_FALLBACK_DECODE_WIDTH"
+                                                for t in node.targets):
+            fallback = _literal(node.value)
+    func = _function(tree, "_tune_batches")
+    rows = None
+    for node in ast.walk(func) if func is not None else ():
+        if isinstance(node, ast.Tuple) and node.elts and all(isinstance(e, ast.Constant) for e in node.elts):
+            rows = tuple(_literal(node))
+    if not isinstance(fallback, int) or not rows or not all(isinstance(r, int) for r in rows):
+        raise CanaryError("%s: no _FALLBACK_DECODE_WIDTH or _tune_batches() rows: this layout is not understood"
+                          % SG_PCIE)
+    return {"fallback_width": fallback, "tune_rows": rows}
+
+
+def pcie_workspace(sizing, hidden, max_numel=None, max_batch=None, draft_tokens=None):
+    """{max_numel, rows, tune_batches, sized_by} as SGLang's _ensure_workspace() and _tune_batches() choose. Pure."""
+    if max_numel:
+        sized_by = "SGLANG_PCIE_IPC_MAX_NUMEL"
+    elif max_batch:
+        max_numel, sized_by = max_batch * (draft_tokens or 1) * hidden, "CUDA-graph max batch x draft tokens"
+    else:
+        max_numel, sized_by = sizing["fallback_width"] * hidden, "the release's fallback width"
+    rows = max_numel // hidden
+    tune = [r for r in sizing["tune_rows"] if r <= rows]
+    if rows >= 1 and rows not in tune:
+        tune.append(rows)
+    return {"max_numel": max_numel, "rows": rows, "tune_batches": tune, "sized_by": sized_by}
+
+
+def read_sglang_pcie(site):
+    path = os.path.join(site, SG_PCIE)
+    if not os.path.isfile(path):
+        raise CanaryError("no %s: this sglang has no PCIe IPC all-reduce to mirror" % SG_PCIE)
+    with open(path, encoding="utf-8") as handle:
+        sizing = sglang_pcie_sizing(handle.read())
+    sizing["source"] = path
+    return sizing
 
 
 def find_sglang_site(explicit=None):
@@ -510,8 +563,8 @@ def _fusion(gpu, args, call):
     return sizes, {"workspace_tokens": workspace_tokens, "per_tokens": used}, workspace
 
 
-def _pcie_ipc(gpu, args):
-    """PcieIpcAllReduceWorkspace the way SGLang's pcie_ipc_ar.py builds, tunes and calls it."""
+def _pcie_ipc(gpu, args, sizing):
+    """PcieIpcAllReduceWorkspace the way SGLang's pcie_ipc_ar.py builds, sizes, tunes and calls it."""
     torch, dist = gpu.torch, gpu.dist
     try:
         from flashinfer.comm import PcieIpcAllReduceWorkspace
@@ -522,17 +575,16 @@ def _pcie_ipc(gpu, args):
         cache = str(default_cache_path(gpu.world))
     except (ImportError, AttributeError):
         cache = None
-    max_rows = max(args.tokens)
-    tune_batches = [r for r in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if r <= max_rows]
-    if max_rows not in tune_batches:
-        tune_batches.append(max_rows)
-    workspace = PcieIpcAllReduceWorkspace(group=dist.group.WORLD, max_numel=max_rows * args.hidden,
-                                          dtype=gpu.dtype, tune_batches=tuple(tune_batches), tune_cache=cache)
+    sized = pcie_workspace(sizing, args.hidden, args.pcie_ipc_max_numel, args.max_batch, args.draft_tokens)
+    workspace = PcieIpcAllReduceWorkspace(group=dist.group.WORLD, max_numel=sized["max_numel"],
+                                          dtype=gpu.dtype, tune_batches=tuple(sized["tune_batches"]),
+                                          tune_cache=cache)
     tuned = None
     if not args.no_tune:
         cpu_group = dist.new_group(backend="gloo")
         tuned = len(workspace.tune([args.hidden], dtype=gpu.dtype, tune_group=cpu_group) or {})
-    workspace.prepare([(t, args.hidden) for t in args.tokens], dtype=gpu.dtype)
+    served = [t for t in args.tokens if t * args.hidden <= sized["max_numel"]]
+    workspace.prepare([(t, args.hidden) for t in served], dtype=gpu.dtype)
     bound = {"stream": None}
 
     def reduce(x, out):
@@ -544,6 +596,10 @@ def _pcie_ipc(gpu, args):
 
     sizes = []
     for tokens in args.tokens:
+        if tokens not in served:  # SGLang's should_pcie_ipc_ar(): numel > max_numel goes to NCCL
+            sizes.append({"tokens": tokens, "phase": "eager", "skipped": "above max_numel %d: NCCL" %
+                          sized["max_numel"]})
+            continue
         x, _residual, _gamma = gpu.inputs(tokens)
         if not workspace.supports(x):  # SGLang sends it to NCCL
             sizes.append({"tokens": tokens, "phase": "eager", "skipped": "workspace.supports() is false: NCCL"})
@@ -569,24 +625,25 @@ def _pcie_ipc(gpu, args):
         sizes.append({"tokens": tokens, "phase": "graph x%d" % args.chain, "ranks": gpu.per_rank(mine)})
         reduce(x, out)  # back on the eager stream for the next shape
     torch.cuda.synchronize()
-    info = {"max_numel": max_rows * args.hidden, "tune_batches": tune_batches, "tune_cache": cache,
-            "tuned_shapes": tuned, "profile": getattr(workspace, "profile", None)}
+    info = dict(sized, tune_cache=cache, tuned_shapes=tuned, profile=getattr(workspace, "profile", None))
     return sizes, info, workspace
 
 
 def main(argv=None):
     args = parse_args(argv)
-    call = None
-    if args.path == "fusion":
-        try:  # before any GPU work: a canary that cannot mirror SGLang proves nothing
+    call = sizing = None
+    try:  # before any GPU work: a canary that cannot mirror SGLang proves nothing
+        if args.path == "fusion":
             call = read_sglang_call(find_sglang_site(args.sglang_site))
-        except (CanaryError, SyntaxError, OSError) as exc:
-            with open(args.out, "w", encoding="utf-8") as handle:
-                json.dump({"tool": "fusion_canary", "path": args.path, "passed": False,
-                           "summary": "fusion canary FAILED: cannot read how SGLang calls the kernel: %s" % exc},
-                          handle, indent=2)
-            print("fusion canary: %s" % exc, file=sys.stderr)
-            return 2
+        else:
+            sizing = read_sglang_pcie(find_sglang_site(args.sglang_site))
+    except (CanaryError, SyntaxError, OSError) as exc:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump({"tool": "fusion_canary", "path": args.path, "passed": False,
+                       "summary": "%s canary FAILED: cannot read how SGLang calls the kernel: %s" % (args.path, exc)},
+                      handle, indent=2)
+        print("%s canary: %s" % (args.path, exc), file=sys.stderr)
+        return 2
     gpu = Gpu(args)
     torch = gpu.torch
     import flashinfer
@@ -596,7 +653,7 @@ def main(argv=None):
     elif gpu.world not in (2, 4, 8):
         sizes, info, workspace = [], {"error": "PCIe IPC supports world sizes 2, 4, 8 only"}, None
     else:
-        sizes, info, workspace = _pcie_ipc(gpu, args)
+        sizes, info, workspace = _pcie_ipc(gpu, args, sizing)
     verdict = judge(sizes, args.atol, args.rtol, gpu.world)
     if gpu.rank == 0:
         props = torch.cuda.get_device_properties(gpu.device)
@@ -607,7 +664,7 @@ def main(argv=None):
             "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
             "backend": "trtllm" if args.path == "fusion" else "pcie_ipc",
             "pattern": "kARResidualRMSNorm" if args.path == "fusion" else "all_reduce",
-            "sglang_call": call, "kernel": info, "fp32_acc": call["fp32_acc"] if call else None,
+            "sglang_call": call, "sglang_pcie_sizing": sizing, "kernel": info, "fp32_acc": call["fp32_acc"] if call else None,
             "trigger_setting": args.trigger_completion_at_end, "use_oneshot_setting": args.use_oneshot,
             "chain": args.chain, "replays": args.replays, "first_call_s": round(time.monotonic() - started, 1),
             "corrupt_rank": args.corrupt_rank, "wrong_reference": args.wrong_reference, "sizes": sizes,

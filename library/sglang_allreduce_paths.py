@@ -94,8 +94,17 @@ options:
     description: A reason, found elsewhere, why fusion cannot run (e.g. the patch is absent or its canary failed).
     type: str
   pcie_ipc_unavailable:
-    description: A reason, found elsewhere, why PCIe IPC cannot run (e.g. its canary failed).
+    description: A reason, found elsewhere, why PCIe IPC cannot run.
     type: str
+  pcie_ipc_canary_file:
+    description:
+      - "The PCIe IPC canary's recorded result on this host (written by the fusion_patch role's C(pcie_ipc_canary)
+        entry point). Given, PCIe IPC is held to it: a result measured for this server (the venv's real path, world
+        size, hidden size and workspace sizing: RV(pcie_ipc_canary.key)) that failed refuses both IPC paths with its
+        summary; none for this server leaves them runnable with RV(pcie_ipc_canary.state) C(due) (run the canary,
+        then ask again); an unknown hidden size refuses them (the canary cannot run)."
+      - Omitted, PCIe IPC is not held to a canary.
+    type: path
   choice_file:
     description:
       - "The benchmark gate's recorded choice for C(auto) (written by the sglang_allreduce_choice module). C(auto)
@@ -203,6 +212,15 @@ facts:
   type: dict
   sample: {"sglang_version": "0.5.23", "flashinfer_version": "0.7.2", "sglang_pcie_ipc_switch": true,
            "flashinfer_pcie_ipc": true, "flashinfer_pcie_ipc_world_sizes": [2, 4, 8]}
+pcie_ipc_canary:
+  description:
+    - With O(pcie_ipc_canary_file), where PCIe IPC stands with its canary; C(state) is C(passed), C(failed), C(due),
+      C(cannot_run) or C(not_needed) (PCIe IPC cannot run here anyway), C(why) says so, C(key) is what a result must
+      have been measured for, C(summary) the recorded result's summary.
+  returned: when pcie_ipc_canary_file is given
+  type: dict
+  sample: {"state": "due", "why": "none recorded", "summary": null, "key": {"venv": "/opt/sglang/venvs/0.5.23-abc",
+           "world_size": 8, "hidden": 7168, "max_numel": 458752, "max_batch": 16, "draft_tokens": 4}}
 msg:
   description: One line saying what was decided, or why the requested path cannot run.
   returned: always
@@ -217,8 +235,9 @@ from ansible.module_utils import atomic_files
 from ansible.module_utils import fusion_patcher
 
 
-def _read_choice(path):
-    """The choice file's text; None when there is none (an unreadable one is reported as such by decide)."""
+def _read_record(path):
+    """A record's text (the choice, the PCIe IPC canary); None when there is none, and an unreadable one says so
+    (decide reports it as such)."""
     if not path:
         return None
     try:
@@ -243,11 +262,16 @@ def run(params):
             setup["hidden_size"] = ap.hidden_size_from_config(params["model_path"])
         if setup["autotune_dir"] and params["service_user"]:
             setup["autotune_dir_problem"] = ap.writable_problem(setup["autotune_dir"], params["service_user"])
-        recorded = _read_choice(params["choice_file"]) if params["path"] == "auto" else None
-        return ap.decide(params["path"], ap.read_facts(venv.site_packages), setup, recorded), None
+        recorded = _read_record(params["choice_file"]) if params["path"] == "auto" else None
+        canary = None
+        if params["pcie_ipc_canary_file"]:
+            canary = {"venv_real": os.path.realpath(params["venv"]), "record_path": params["pcie_ipc_canary_file"],
+                      "record_text": _read_record(params["pcie_ipc_canary_file"])}
+        return ap.decide_with_canary(params["path"], ap.read_facts(venv.site_packages), setup, recorded,
+                                     canary), None
     except ap.PathsError as exc:
-        failure = dict((key, exc.result[key]) for key in ("facts", "candidates", "refused", "paths")
-                       if key in exc.result)
+        failure = dict((key, exc.result[key]) for key in ("facts", "candidates", "refused", "paths",
+                                                           "pcie_ipc_canary") if key in exc.result)
         failure["msg"] = exc.msg
         return None, failure
 
@@ -273,6 +297,7 @@ def main():
             pcie_ipc_exclusive=dict(type="bool", default=True),
             fusion_unavailable=dict(type="str"),
             pcie_ipc_unavailable=dict(type="str"),
+            pcie_ipc_canary_file=dict(type="path"),
             choice_file=dict(type="path"),
         ),
         supports_check_mode=True,

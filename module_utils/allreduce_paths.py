@@ -373,6 +373,64 @@ def _candidate(path, facts, setup):
             "environment": environment, "notes": notes}
 
 
+def pcie_ipc_canary_key(venv_real, setup, environment):
+    """What a PCIe IPC canary result must have been measured for to stand for this server: the venv it ran from,
+    the world size, the hidden size and the workspace sizing (SGLANG_PCIE_IPC_MAX_NUMEL, or the CUDA-graph max
+    batch and draft tokens SGLang derives it from)."""
+    numel = environment.get(PCIE_MAX_NUMEL)
+    return {"venv": venv_real, "world_size": setup["tp_size"], "hidden": setup.get("hidden_size"),
+            "max_numel": int(numel) if numel else None, "max_batch": setup.get("cuda_graph_max_bs"),
+            "draft_tokens": setup.get("speculative_num_draft_tokens") if setup.get("speculative") else None}
+
+
+def pcie_ipc_canary_state(record_text, key, record_path):
+    """{'state': passed | failed | due | cannot_run, 'key', 'summary', 'why'} of the PCIe IPC canary for ``key``,
+    from the recorded result's text (None: none recorded). Pure."""
+    state = {"key": key, "summary": None}
+    if key["hidden"] is None:
+        return dict(state, state="cannot_run", why="its canary needs the model's hidden size (give hidden_size, or "
+                                                   "a model_path with config.json)")
+    try:
+        record = json.loads(record_text) if record_text is not None else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or record.get("key") != key:
+        why = "none recorded" if record_text is None else (
+            "the recorded one (%s) was measured for another venv, world size or sizing" % record_path
+            if isinstance(record, dict) else "the recorded one (%s) cannot be read" % record_path)
+        return dict(state, state="due", why=why)
+    state["summary"] = record.get("summary")
+    if record.get("passed") is True:
+        return dict(state, state="passed", why="its canary passed on this host (%s)" % record_path)
+    return dict(state, state="failed", why="its canary failed on this host: %s (delete %s to run it again)" % (
+        record.get("summary") or "no summary", record_path))
+
+
+def decide_with_canary(request, facts, setup, recorded_choice=None, canary=None):
+    """decide(), with PCIe IPC held to its canary where ``canary`` = {venv_real, record_text, record_path} is given.
+
+    A failed canary, or one that cannot run (hidden size unknown), refuses both IPC paths with its reason; a canary
+    not yet run for this server leaves them runnable and says it is due (the role runs it, then asks again). The
+    result's ``pcie_ipc_canary`` says which (``not_needed`` where PCIe IPC cannot run anyway)."""
+    if canary is None:
+        return decide(request, facts, setup, recorded_choice)
+    pcie = decide("auto", facts, setup)["paths"]["pcie_ipc"]
+    state = {"state": "not_needed", "why": "PCIe IPC cannot run here anyway", "key": None, "summary": None}
+    if pcie["runnable"]:
+        key = pcie_ipc_canary_key(canary["venv_real"], validate_setup(setup), pcie["environment"])
+        state = pcie_ipc_canary_state(canary["record_text"], key, canary["record_path"])
+        if state["state"] in ("failed", "cannot_run"):
+            setup = dict(setup, pcie_ipc_unavailable="; ".join(
+                r for r in (setup.get("pcie_ipc_unavailable"), "PCIe IPC is unproven here: " + state["why"]) if r))
+    try:
+        result = decide(request, facts, setup, recorded_choice)
+    except PathsError as exc:
+        exc.result["pcie_ipc_canary"] = state
+        raise
+    result["pcie_ipc_canary"] = state
+    return result
+
+
 def decide(request, facts, setup, recorded_choice=None):
     """The verdict for ``request`` (one of REQUESTS). Raises PathsError when an explicit path cannot run.
 

@@ -29,7 +29,9 @@ def model(tmp_path):
 def run(venv, tmp_path, check=False, **variables):
     base = {"sglang_allreduce_venv": venv, "sglang_allreduce_tp_size": 2, "sglang_allreduce_user": getpass.getuser(),
             "sglang_allreduce_autotune_dir": str(tmp_path / "autotune"),
-            "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home")}
+            "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home"),
+            # PCIe IPC's canary has tests of its own (test_pcie_ipc_canary_role.py); here the paths are decided alone
+            "sglang_allreduce_pcie_ipc_canary": False}
     (tmp_path / "etc").mkdir(exist_ok=True)
     (tmp_path / "home").mkdir(exist_ok=True)
     base.update(variables)

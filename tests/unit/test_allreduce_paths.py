@@ -1,5 +1,6 @@
 """allreduce_paths' pure parts: source markers from text, sizing, validation, writability (real wheels: integration)."""
 import getpass
+import json
 import os
 
 import pytest
@@ -99,3 +100,58 @@ def test_hidden_size_from_config(tmp_path):
     (tmp_path / "config.json").write_text('{"hidden_size": "big"}')
     with pytest.raises(ap.PathsError):
         ap.hidden_size_from_config(str(tmp_path))
+
+
+SERVER = dict(tp_size=8, autotune_dir="/var/lib/sglang/flashinfer/autotune", speculative=True,
+              speculative_num_draft_tokens=4, cuda_graph_max_bs=16, hidden_size=7168)
+KEY = {"venv": "/opt/sglang/venvs/a", "world_size": 8, "hidden": 7168, "max_numel": 458752, "max_batch": 16,
+       "draft_tokens": 4}
+
+
+def canary(record=None, text=None):
+    if record is not None:
+        text = json.dumps(record)
+    return {"venv_real": "/opt/sglang/venvs/a", "record_path": "/var/lib/sglang/pcie-ipc-canary.json",
+            "record_text": text}
+
+
+def test_the_pcie_ipc_canary_key_is_the_server_it_proves():
+    result = ap.decide_with_canary("auto", facts(), SERVER, canary=canary())
+    assert result["pcie_ipc_canary"]["key"] == KEY
+    unsized = ap.decide_with_canary("auto", facts(), dict(SERVER, cuda_graph_max_bs=None), canary=canary())
+    assert unsized["pcie_ipc_canary"]["key"]["max_numel"] is None  # SGLang sizes it itself: the canary as SGLang
+
+
+def test_pcie_ipc_is_due_its_canary_until_one_for_this_server_is_recorded():
+    for record, why in ((None, "none recorded"), (dict(key=dict(KEY, world_size=4), passed=True), "another venv"),
+                        ("{not json", "cannot be read")):
+        given = canary(text=record) if isinstance(record, str) or record is None else canary(record)
+        result = ap.decide_with_canary("auto", facts(), SERVER, canary=given)
+        assert result["pcie_ipc_canary"]["state"] == "due" and why in result["pcie_ipc_canary"]["why"]
+        assert "pcie_ipc" in result["candidates"]  # runnable, pending its canary (the role runs it, then asks again)
+
+
+def test_a_passed_canary_keeps_pcie_ipc_and_a_failed_one_refuses_both_ipc_paths():
+    passed = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(dict(key=KEY, passed=True, summary="ok")))
+    assert passed["pcie_ipc_canary"]["state"] == "passed" and "pcie_ipc" in passed["candidates"]
+    failed = canary(dict(key=KEY, passed=False, summary="pcie_ipc canary FAILED: tokens 60: 3 NaN/Inf"))
+    result = ap.decide_with_canary("auto", facts(), SERVER, canary=failed)
+    assert result["pcie_ipc_canary"]["state"] == "failed"
+    assert "pcie_ipc" not in result["candidates"] and "fusion+pcie_ipc" not in result["candidates"]
+    assert "tokens 60: 3 NaN/Inf" in result["refused"]["pcie_ipc"][0]
+    assert "delete /var/lib/sglang/pcie-ipc-canary.json" in result["refused"]["pcie_ipc"][0]
+    with pytest.raises(ap.PathsError) as caught:
+        ap.decide_with_canary("pcie_ipc", facts(), SERVER, canary=failed)
+    assert "unproven here" in caught.value.msg and caught.value.result["pcie_ipc_canary"]["state"] == "failed"
+
+
+def test_without_a_hidden_size_the_canary_cannot_run_and_pcie_ipc_is_refused():
+    result = ap.decide_with_canary("auto", facts(), dict(SERVER, hidden_size=None), canary=canary())
+    assert result["pcie_ipc_canary"]["state"] == "cannot_run"
+    assert "needs the model's hidden size" in " ".join(result["refused"]["pcie_ipc"])
+
+
+def test_where_pcie_ipc_cannot_run_anyway_no_canary_is_asked_for():
+    result = ap.decide_with_canary("auto", facts(flashinfer_version="0.6.18"), SERVER, canary=canary())
+    assert result["pcie_ipc_canary"]["state"] == "not_needed"
+    assert ap.decide_with_canary("auto", facts(), SERVER) == ap.decide("auto", facts(), SERVER)  # no file: as before

@@ -111,6 +111,10 @@ def test_replay_stand_in_writes_the_recorded_result(tmp_path):
     out.unlink()
     crashed = subprocess.run([sys.executable, str(standin), "--out", str(out)], capture_output=True, text=True)
     assert crashed.returncode == 1 and "no result written" in crashed.stderr and not out.exists()
+    (here / "mode").write_text("pass\n")
+    pcie = subprocess.run([sys.executable, str(standin), "--path", "pcie_ipc", "--out", str(out)], capture_output=True,
+                          text=True)  # nothing recorded on real GPUs for it: no invented result
+    assert pcie.returncode == 2 and "no recorded result for --path pcie_ipc" in pcie.stderr and not out.exists()
 
 
 def test_bench_table_gains_a_pcie_ipc_column_only_where_measured():

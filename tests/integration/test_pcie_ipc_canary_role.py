@@ -65,7 +65,7 @@ def run(venv, tmp_path, canary, check=False, **variables):
             "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home"),
             "fusion_patch_canary_command": [str(canary / "canary")], "fusion_patch_canary_user": getpass.getuser(),
             "__fusion_patch_canary_bin": str(tmp_path / "installed-canary"),
-            "sglang_install_runtime_environment": {"RUNTIME_MARK": "the server's"}}
+            "sglang_allreduce_runtime_environment": {"RUNTIME_MARK": "the server's"}}
     base.update(variables)
     return run_playbook(PLAYBOOK, base, check=check)
 

@@ -219,8 +219,23 @@ pcie_ipc_canary:
       have been measured for, C(summary) the recorded result's summary.
   returned: when pcie_ipc_canary_file is given
   type: dict
-  sample: {"state": "due", "why": "none recorded", "summary": null, "key": {"venv": "/opt/sglang/venvs/0.5.23-abc",
-           "world_size": 8, "hidden": 7168, "max_numel": 458752, "max_batch": 16, "draft_tokens": 4}}
+  contains:
+    state:
+      description: C(passed), C(failed), C(due), C(cannot_run) or C(not_needed).
+      type: str
+      sample: due
+    why:
+      description: Why, in one line.
+      type: str
+      sample: none recorded
+    key:
+      description: What a result must have been measured for (null where PCIe IPC cannot run anyway).
+      type: dict
+      sample: {"venv": "/opt/sglang/venvs/0.5.23-abc", "world_size": 8, "hidden": 7168, "max_numel": 458752,
+               "max_batch": 16, "draft_tokens": 4}
+    summary:
+      description: The recorded result's summary line, where one is recorded for this server.
+      type: str
 msg:
   description: One line saying what was decided, or why the requested path cannot run.
   returned: always
@@ -270,8 +285,8 @@ def run(params):
         return ap.decide_with_canary(params["path"], ap.read_facts(venv.site_packages), setup, recorded,
                                      canary), None
     except ap.PathsError as exc:
-        failure = dict((key, exc.result[key]) for key in ("facts", "candidates", "refused", "paths",
-                                                           "pcie_ipc_canary") if key in exc.result)
+        kept = ("facts", "candidates", "refused", "paths", "pcie_ipc_canary")
+        failure = dict((key, exc.result[key]) for key in kept if key in exc.result)
         failure["msg"] = exc.msg
         return None, failure
 

@@ -4,8 +4,8 @@
     allreduce_evidence_check.py allreduce_canary_evidence.json
 
 Problems (the run does not count as evidence): the fusion canary with SGLang's own call did not pass at every
-configured shape (today's sizes plus CUDA-graph batch x draft tokens, the bundle's canary_spec) on every rank; a corrupted rank did not fail a
-canary; PCIe IPC absent or failing; a microbenchmark row missing (NCCL defaults with the pcie_ipc column, each
+configured shape (today's sizes plus CUDA-graph batch x draft tokens, the bundle's canary_spec) on every rank; a
+corrupted rank did not fail a canary; PCIe IPC absent or failing; a microbenchmark row missing (NCCL defaults with the pcie_ipc column, each
 candidate of nccl-bench-candidates.txt with exactly its own setting); a step that did not end as designed; a result
 from another GPU count than the machine's. Findings (reported, not problems): how the comparison canaries (vLLM's
 trigger, forced one-/two-shot) ended, and whether SGLang's call showed the NaN hazard that vLLM's setting avoids.

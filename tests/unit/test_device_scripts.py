@@ -156,7 +156,8 @@ def test_fusion_probes_evidence_keeps_multicast_off_and_takes_the_candidates(tmp
 def test_the_multicast_off_file_is_what_every_device_process_gets():
     assert MULTICAST_OFF == {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                              "NVSHMEM_DISABLE_NVLS": "1"}
-    shell = subprocess.run(["bash", "-c", ". %s; multicast_off; env" % shlex.quote(os.path.join(DEVICE, "device-env.sh"))],
+    helper = shlex.quote(os.path.join(DEVICE, "device-env.sh"))
+    shell = subprocess.run(["bash", "-c", ". %s; multicast_off; env" % helper],
                            env={"PATH": os.environ["PATH"], "NCCL_NVLS_ENABLE": "1"}, capture_output=True,
                            text=True, check=True).stdout
     assert {line.split("=", 1)[0]: line.split("=", 1)[1] for line in shell.splitlines()

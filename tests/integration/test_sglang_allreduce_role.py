@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from tests.helpers import wheels
 from tests.helpers.ansible_run import failure, run_playbook, task_results
 
 pytestmark = pytest.mark.wheels
@@ -13,10 +12,9 @@ PLAYBOOK = "tests/playbooks/sglang_allreduce_local.yml"
 FUSION_FLAG = ["--flashinfer-allreduce-fusion-backend", "trtllm"]
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory):
-    return wheels.make_venv(str(tmp_path_factory.mktemp("allreduce-role") / "venv"),
-                            wheels.wheel("sglang", "0.5.23"), wheels.wheel("flashinfer-python", "0.7.2"))
+@pytest.fixture
+def venv(pcie_ipc_venv):
+    return pcie_ipc_venv
 
 
 @pytest.fixture

@@ -85,6 +85,11 @@ wait
 run canary_sglang_call 480 "$canary" "${spec[@]}" --out "$OUT/canary_sglang_call.json"
 # 2. the same with vLLM's fix (trigger_completion_at_end true for one-shot), to compare with 1
 run canary_vllm_trigger 180 "$canary" "${spec[@]}" --no-timing --trigger-completion-at-end vllm --out "$OUT/canary_vllm_trigger.json"
+# 2b. both calls again with a chain whose every call reads the outputs of the call before it (a PDL-launched consumer:
+# where vLLM saw the one-shot kernel's NaN); the plain chain's calls read inputs of their own
+run canary_consumer_sglang 180 "$canary" "${spec[@]}" --no-timing --consumer-chain --out "$OUT/canary_consumer_sglang.json"
+run canary_consumer_vllm 180 "$canary" "${spec[@]}" --no-timing --consumer-chain --trigger-completion-at-end vllm \
+  --out "$OUT/canary_consumer_vllm.json"
 # 3. one-shot and two-shot forced at every size (FlashInfer's heuristic picks one of them per size)
 run canary_oneshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot true --out "$OUT/canary_oneshot.json"
 run canary_twoshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot false --out "$OUT/canary_twoshot.json"

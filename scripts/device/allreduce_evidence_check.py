@@ -23,7 +23,10 @@ CANARY_FILE = os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canar
 CANDIDATES_FILE = os.path.join(HERE, "nccl-bench-candidates.txt")
 MULTICAST_OFF_FILE = os.path.join(HERE, "multicast-off.env")
 MUST_FAIL = ("canary_corrupt", "canary_pcie_ipc_corrupt")  # the canary exits 3 when it fails
-COMPARISONS = ("canary_vllm_trigger", "canary_oneshot", "canary_twoshot")
+COMPARISONS = ("canary_vllm_trigger", "canary_consumer_sglang", "canary_consumer_vllm", "canary_oneshot",
+               "canary_twoshot")
+# (SGLang's call, the same with vLLM's trigger): a NaN in the first where the second passed shows the hazard
+HAZARD_PAIRS = (("canary_sglang_call", "canary_vllm_trigger"), ("canary_consumer_sglang", "canary_consumer_vllm"))
 
 
 def load_canary():
@@ -132,11 +135,13 @@ def findings_of(results):
         if step in results:
             found.append("%s: %s" % (step, "passed" if results[step].get("passed") else
                                      "FAILED: %s" % "; ".join(results[step].get("problems", [])[:2])))
-    sglang, vllm = results.get("canary_sglang_call") or {}, results.get("canary_vllm_trigger") or {}
-    nonfinite = [p for p in sglang.get("problems", []) if "NaN/Inf" in p]
-    if nonfinite and vllm.get("passed"):
-        found.append("NaN hazard shown: SGLang's trigger_completion_at_end gave NaN/Inf (%s) where vLLM's setting "
-                     "passed: evidence for the patch site (docs/allreduce-paths.md)" % nonfinite[0])
+    for sglang_step, vllm_step in HAZARD_PAIRS:
+        sglang, vllm = results.get(sglang_step) or {}, results.get(vllm_step) or {}
+        nonfinite = [p for p in sglang.get("problems", []) if "NaN/Inf" in p]
+        if nonfinite and vllm.get("passed"):
+            found.append("NaN hazard shown (%s): SGLang's trigger_completion_at_end gave NaN/Inf (%s) where vLLM's "
+                         "setting passed (%s): evidence for the patch site (docs/allreduce-paths.md)" % (
+                             sglang_step, nonfinite[0], vllm_step))
     return found
 
 

@@ -38,7 +38,8 @@ def bench_row(label, nccl_env, gpus, pcie_ipc):
 
 def complete_bundle(gpus):
     results = {name: canary_result("fusion", gpus) for name in (
-        "canary_sglang_call", "canary_vllm_trigger", "canary_oneshot", "canary_twoshot")}
+        "canary_sglang_call", "canary_vllm_trigger", "canary_consumer_sglang", "canary_consumer_vllm",
+        "canary_oneshot", "canary_twoshot")}
     results["canary_corrupt"] = canary_result("fusion", gpus, bad_rank=1)
     results["canary_pcie_ipc"] = canary_result("pcie_ipc", gpus)
     results["canary_pcie_ipc_corrupt"] = canary_result("pcie_ipc", gpus, bad_rank=1)

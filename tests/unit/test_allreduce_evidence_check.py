@@ -26,7 +26,8 @@ def problems(bundle):
 def test_a_complete_run_is_evidence(gpus):
     verdict = checker.check(complete_bundle(gpus), canary)
     assert verdict == {"gpus": gpus, "passed": True, "problems": [], "findings": [
-        "canary_vllm_trigger: passed", "canary_oneshot: passed", "canary_twoshot: passed"]}
+        "canary_vllm_trigger: passed", "canary_consumer_sglang: passed", "canary_consumer_vllm: passed",
+        "canary_oneshot: passed", "canary_twoshot: passed"]}
 
 
 def test_a_nan_at_a_speculative_shape_fails_sglangs_call_and_names_the_hazard_when_vllms_setting_passed():
@@ -119,3 +120,17 @@ def test_every_recorded_bundle_is_evidence(path):
     gpus = int(os.path.basename(path).split("_")[0][len("h200x"):])
     verdict = checker.check(copy.deepcopy(bundle), canary)
     assert verdict["gpus"] == gpus and verdict["problems"] == []
+
+
+def test_a_nan_only_where_each_call_reads_the_last_ones_output_is_a_finding_not_a_problem():
+    bundle = complete_bundle(4)
+    result = bundle["results"]["canary_consumer_sglang"]
+    row = next(s for s in result["sizes"] if s["tokens"] == SPECULATIVE[0] and s["phase"].startswith("graph"))
+    row["ranks"][0]["nonfinite"] = 8
+    result.update(canary.judge(result["sizes"], world_size=4))
+    verdict = checker.check(bundle, canary)
+    assert verdict["passed"] and verdict["problems"] == []  # SGLang's own call passed: the run is evidence
+    hazard = [f for f in verdict["findings"] if f.startswith("NaN hazard shown (canary_consumer_sglang)")]
+    assert hazard and "canary_consumer_vllm" in hazard[0]
+    assert "canary_consumer_sglang: FAILED: tokens %d (graph x6): 8 NaN/Inf" % SPECULATIVE[0] in "\n".join(
+        verdict["findings"])

@@ -102,7 +102,8 @@ def test_allreduce_evidence_runs_one_process_per_gpu_with_multicast_off(tmp_path
         for name, value in MULTICAST_OFF.items():
             assert call["env"].get(name) == value, (call.get("argv") or call["code"], name)
     steps = [step_name(call) for call in torchruns]
-    assert steps == ["canary_sglang_call", "canary_vllm_trigger", "canary_oneshot", "canary_twoshot",
+    assert steps == ["canary_sglang_call", "canary_vllm_trigger", "canary_consumer_sglang", "canary_consumer_vllm",
+                     "canary_oneshot", "canary_twoshot",
                      "canary_corrupt", "canary_pcie_ipc", "canary_pcie_ipc_corrupt", "bench_defaults"] + [
                          "bench_" + name for name, _ in candidates()]
     bundle = json.loads((out / "allreduce_canary_evidence.json").read_text())

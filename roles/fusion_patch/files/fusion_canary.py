@@ -81,6 +81,9 @@ def parse_args(argv=None):
     parser.add_argument("--chain", type=int, default=6, help="back-to-back calls per CUDA graph (>3 cycles the "
                         "Lamport buffers)")
     parser.add_argument("--replays", type=int, default=3, help="graph replays checked for NaN/Inf")
+    parser.add_argument("--consumer-chain", action="store_true",
+                        help="fusion: also a chain whose every call reads the outputs the call before it wrote (a "
+                             "PDL-launched consumer, where vLLM saw the one-shot kernel's NaN); for evidence runs")
     parser.add_argument("--no-tune", action="store_true", help="pcie_ipc: keep FlashInfer's seed tactics")
     parser.add_argument("--pcie-ipc-max-numel", type=int, default=None,
                         help="pcie_ipc: SGLANG_PCIE_IPC_MAX_NUMEL as the server gets it (default: SGLang's sizing)")
@@ -482,6 +485,32 @@ class Gpu(object):
         return mine
 
 
+def _consumer_chain(gpu, args, tokens, fused):
+    """A captured chain in which every call after the first takes the previous call's outputs (norm_out as its
+    input, residual_out as its residual): each kernel is a PDL-launched consumer of the one before it, the case in
+    which vLLM saw the one-shot kernel complete before its output was written (NaN). References are computed after
+    each replay from the buffers the calls actually read."""
+    torch = gpu.torch
+    links = []  # (kernel input, residual, gamma, norm_out, residual_out, reference input)
+    for link in range(args.chain):
+        x, residual, gamma = gpu.inputs(tokens, salt=link + 1)
+        if links:  # not fresh inputs: what the call before this one wrote
+            x, residual = links[-1][3], links[-1][4]
+        kernel_x = gpu.kernel_input(x) if not links else x
+        links.append((kernel_x, residual, gamma, torch.empty_like(x), torch.empty_like(x), x))
+    calls = [lambda c=c: fused(c[0], c[1], c[2], c[3], c[4]) for c in links]
+
+    def check():
+        pairs = []
+        for c in links:
+            norm_ref, res_ref = gpu.reference_norm(c[5], c[1], c[2])
+            pairs += [(c[3], norm_ref), (c[4], res_ref)]
+        return gpu.compare(pairs)
+
+    return {"tokens": tokens, "phase": "graph x%d consumer" % args.chain, "ranks": gpu.per_rank(
+        gpu.graph_check(calls, check))}
+
+
 def _fusion(gpu, args, call):
     """The fused kernel, per shape: eager, then a captured chain; plus SGLang's allreduce-only call if it has one."""
     torch, dist = gpu.torch, gpu.dist
@@ -548,6 +577,9 @@ def _fusion(gpu, args, call):
             [pair for c in chain for pair in ((c[3], c[5][0]), (c[4], c[5][1]))]))
         sizes.append({"tokens": tokens, "phase": "graph x%d" % args.chain, "oneshot": chosen,
                       "trigger_completion_at_end": trigger, "ranks": gpu.per_rank(mine)})
+        if args.consumer_chain:
+            sizes.append(dict(_consumer_chain(gpu, args, tokens, fused), oneshot=chosen,
+                              trigger_completion_at_end=trigger))
 
         if call["ar_only"]:  # SGLang's allreduce-only call (kAllReduce) on the same workspace
             ar = call["ar_only"]

@@ -21,7 +21,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CANARY_FILE = os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canary.py")
 CANDIDATES_FILE = os.path.join(HERE, "nccl-bench-candidates.txt")
-MULTICAST_OFF_FILE = os.path.join(HERE, "multicast-off.env")
 MUST_FAIL = ("canary_corrupt", "canary_pcie_ipc_corrupt")  # the canary exits 3 when it fails
 COMPARISONS = ("canary_vllm_trigger", "canary_consumer_sglang", "canary_consumer_vllm", "canary_oneshot",
                "canary_twoshot")
@@ -38,21 +37,21 @@ def load_canary():
     return module
 
 
-def read_pairs(path, separator):
-    """Non-comment lines of a small data file as (key, value) pairs."""
-    with open(path, encoding="utf-8") as handle:
-        lines = [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
-    return [tuple(part.strip() for part in line.split(separator, 1)) for line in lines]
-
-
 def candidates():
-    """[(name, 'NCCL_X=value')] from nccl-bench-candidates.txt."""
-    return read_pairs(CANDIDATES_FILE, None)
+    """[(name, 'NCCL_X=value')] from nccl-bench-candidates.txt (the one reader of it in Python)."""
+    with open(CANDIDATES_FILE, encoding="utf-8") as handle:
+        return [tuple(line.split()) for line in handle if line.strip() and not line.lstrip().startswith("#")]
 
 
 def nccl_multicast_off():
-    """The NCCL part of multicast-off.env (what every benchmark row's nccl_env holds besides its own setting)."""
-    return {k: v for k, v in read_pairs(MULTICAST_OFF_FILE, "=") if k.startswith("NCCL_")}
+    """The NCCL part of multicast-off.env, as unit_exec reads it (what every benchmark row's nccl_env holds besides
+    its own setting)."""
+    sys.path.insert(0, HERE)
+    try:
+        import unit_exec  # pylint: disable=import-outside-toplevel
+    finally:
+        sys.path.remove(HERE)
+    return {k: v for k, v in unit_exec.MULTICAST_OFF.items() if k.startswith("NCCL_")}
 
 
 def machine_gpus(bundle):

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from tests.helpers.allreduce_bundles import checker
 from tests.helpers.ansible_run import REPO
 from tests.helpers.script_module import load_file
 
@@ -50,14 +51,7 @@ else:
 '''
 
 
-def candidates():
-    rows = []
-    with open(os.path.join(DEVICE, "nccl-bench-candidates.txt"), encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip() and not line.startswith("#"):
-                name, setting = line.split()
-                rows.append((name, setting))
-    return rows
+candidates = checker.candidates
 
 
 def run_script(tmp_path, script, gpus, extra_env=None):

@@ -132,3 +132,15 @@ def test_without_the_hidden_size_no_canary_can_run_and_pcie_ipc_stays_off(venv, 
     result = result_of(report)
     assert calls(canary) == [] and "pcie_ipc" not in result["candidates"]
     assert "needs the model's hidden size" in " ".join(result["refused"]["pcie_ipc"])
+
+
+@pytest.mark.parametrize("sizing", [{"max_numel": -4}, {"max_batch": "8 --out /etc/passwd"}, {"draft_tokens": 0}])
+def test_the_entry_point_refuses_a_sizing_that_is_not_a_positive_whole_number(tmp_path, canary, sizing):
+    key = dict({"venv": "/opt/sglang/venvs/a", "world_size": 2, "hidden": 4096}, **sizing)
+    rc, report = run_playbook("tests/playbooks/fusion_patch_pcie_ipc_canary.yml", {
+        "fusion_patch_pcie_ipc_canary_key": key, "fusion_patch_pcie_ipc_canary_result": str(tmp_path / "r.json"),
+        "fusion_patch_canary_command": [str(canary / "canary")], "fusion_patch_canary_user": getpass.getuser(),
+        "sglang_layout_home": str(tmp_path / "home")})
+    name, msg = failure(report)
+    assert rc != 0 and name == "Check the server the PCIe IPC canary proves" and "whole numbers" in msg
+    assert calls(canary) == [] and not (tmp_path / "r.json").exists()

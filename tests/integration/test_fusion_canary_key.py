@@ -1,0 +1,121 @@
+"""What a fusion canary verdict stands for: fusion_patch keeps it per venv, canary shapes, GPUs and driver, and runs
+the canary again when any of them changes (a new driver or other draft tokens are a server the verdict never saw).
+The whole role runs on a real sglang 0.5.23 + flashinfer-python 0.7.2 venv (--no-deps), so the patch module really
+patches and rolls back. There is no GPU here: the canary command is the test's own stand-in at that boundary; it
+records how it was called and answers passed or failed as told by the file VERDICT."""
+import getpass
+import json
+
+import pytest
+
+from tests.helpers import wheels
+from tests.helpers.ansible_run import failure, run_playbook
+
+pytestmark = pytest.mark.wheels
+
+PLAYBOOK = "tests/playbooks/role_local.yml"
+STANDIN = """#!/usr/bin/env python3
+# Stand-in for the fusion canary (no GPU here): records its call, answers as told by the file VERDICT.
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+args = sys.argv[1:]
+with open(os.path.join(here, "calls.jsonl"), "a") as handle:
+    handle.write(json.dumps(args) + "\\n")
+passed = open(os.path.join(here, "VERDICT")).read().strip() == "pass"
+with open(args[args.index("--out") + 1], "w") as handle:
+    json.dump({"tool": "fusion_canary", "path": "fusion", "passed": passed,
+               "summary": "fusion canary %s (stand-in)" % ("PASSED" if passed else "FAILED: rank 1 off by 100")},
+              handle)
+sys.exit(0 if passed else 3)
+"""
+GPUS = {"gpu_count": 2, "driver_version": "580.65.06",
+        "gpus": [{"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"},
+                 {"index": 1, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}]}
+
+
+@pytest.fixture
+def host(tmp_path):
+    venv = wheels.make_venv(str(tmp_path / "venv"), wheels.wheel("sglang", "0.5.23"),
+                            wheels.wheel("flashinfer-python", "0.7.2"))
+    standin = tmp_path / "standin"
+    standin.mkdir()
+    (standin / "canary").write_text(STANDIN)
+    (standin / "canary").chmod(0o755)
+    (standin / "VERDICT").write_text("pass")
+    (tmp_path / "home").mkdir()  # sglang_install makes the service user's home
+    return {"venv": venv, "standin": standin, "tmp": tmp_path, "record": tmp_path / "home" / "fusion-canary.json"}
+
+
+def deploy(host, gpus=GPUS, **variables):
+    base = {"test_role": "fusion_patch", "fusion_patch_venv": host["venv"],
+            "fusion_patch_canary_command": [str(host["standin"] / "canary")],
+            "fusion_patch_canary_user": getpass.getuser(),
+            "__fusion_patch_canary_bin": str(host["tmp"] / "installed-canary"),
+            "sglang_layout_root": str(host["tmp"] / "opt"), "sglang_layout_home": str(host["tmp"] / "home")}
+    if gpus is not None:
+        base["nvidia_gpu"] = gpus
+    base.update(variables)
+    rc, report = run_playbook(PLAYBOOK, base)
+    return rc, report
+
+
+def calls(host):
+    path = host["standin"] / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def patched(host):
+    return (host["tmp"] / "venv" / ".sglang-fusion-patch" / "state.json").exists()
+
+
+def test_the_verdict_is_kept_per_shapes_gpus_and_driver(host):
+    rc, report = deploy(host)
+    assert rc == 0, failure(report)
+    (args,) = calls(host)
+    assert args[args.index("--tokens") + 1] == "1,2,4,8,16,32,64,128" and "--draft-tokens" not in args
+    record = json.loads(host["record"].read_text())
+    assert record["passed"] and record["venv"] == host["venv"]
+    assert record["key"] == {"venv": host["venv"], "world_size": 2, "hidden": 7168, "tokens": "1,2,4,8,16,32,64,128",
+                             "draft_tokens": None, "max_batch": None, "driver": "580.65.06",
+                             "gpus": [GPUS["gpus"][0]["name"]] * 2}
+    assert patched(host)
+
+    assert deploy(host)[0] == 0 and len(calls(host)) == 1  # same key: the verdict stands, nothing runs
+
+    # the server's speculative shapes are new to the canary: proven again, at those shapes
+    rc, report = deploy(host, fusion_patch_canary_draft_tokens=4, fusion_patch_canary_max_batch=8)
+    assert rc == 0, failure(report)
+    args = calls(host)[-1]
+    assert len(calls(host)) == 2 and args[args.index("--draft-tokens") + 1] == "4"
+    assert args[args.index("--max-batch") + 1] == "8"
+    assert json.loads(host["record"].read_text())["key"]["draft_tokens"] == 4
+
+    # a new driver: the kernel never ran on it here, so it is proven again; it fails, fusion goes off
+    (host["standin"] / "VERDICT").write_text("fail")
+    new_driver = dict(GPUS, driver_version="590.10.01")
+    rc, report = deploy(host, gpus=new_driver, fusion_patch_canary_draft_tokens=4, fusion_patch_canary_max_batch=8)
+    assert rc == 0, failure(report)
+    assert len(calls(host)) == 3 and not patched(host)
+    record = json.loads(host["record"].read_text())
+    assert not record["passed"] and record["key"]["driver"] == "590.10.01"
+
+    # the failure is remembered for that key: nothing runs and the patch stays off ...
+    (host["standin"] / "VERDICT").write_text("pass")
+    rc, report = deploy(host, gpus=new_driver, fusion_patch_canary_draft_tokens=4, fusion_patch_canary_max_batch=8)
+    assert rc == 0 and len(calls(host)) == 3 and not patched(host)
+    # ... until the driver changes again (the fix an operator deploys): proven again, fusion back
+    rc, report = deploy(host, gpus=dict(GPUS, driver_version="590.20.02"), fusion_patch_canary_draft_tokens=4,
+                        fusion_patch_canary_max_batch=8)
+    assert rc == 0, failure(report)
+    assert len(calls(host)) == 4 and patched(host)
+
+
+def test_without_the_gpu_facts_fusion_is_not_applied_unproven(host):
+    rc, report = deploy(host, gpus=None)
+    name, msg = failure(report)
+    assert rc != 0 and name == "Require the GPU facts the canary runs on"
+    assert "nvidia_gpu" in msg and "fusion_patch_canary: false" in msg
+    assert calls(host) == [] and not patched(host)
+    # rolling back needs no GPU facts
+    rc, report = deploy(host, gpus=None, fusion_patch_state="absent")
+    assert rc == 0, failure(report)

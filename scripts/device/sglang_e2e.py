@@ -12,9 +12,15 @@ the tool's 10-minute limit while the machine stays warm (state in /var/tmp/sglan
               responses, then SGLang's own client from the deployed venv (the role's bench_runner.py), stop.
   evidence    write h200x<N>_sglang_e2e.json (N: GPUs) from what the legs recorded (run by legs when all are done).
 Everything it writes for the caller goes to $OUT.
+
+FlashInfer's trtllm_comm kernel (the fused all-reduce; nvcc takes ~300 s for it on a bare machine) travels between
+machines: setup returns the one built here ($OUT/trtllm_comm.so.xz), and a later call that carries it as
+.device/e2e-jit/trtllm_comm.so.xz has it placed where FlashInfer loads prebuilt (AOT) kernels, so nothing is built.
+E2E_JIT=build makes setup load it as the server would (its user, its environment), which builds it on one GPU too.
 """
 import glob
 import json
+import lzma
 import os
 import shutil
 import statistics
@@ -53,6 +59,14 @@ PROMPTS = ["the model reads the bridge", "a quick answer to the question", "toke
            "fusion of the reduce and the norm", "greedy decoding is lossless"]
 GREEDY_TOKENS = 8  # new tokens per prompt in the greedy comparison of the legs
 API_LOG = "/var/lib/sglang/flashinfer-api-%i.log"
+JIT_CARRY = os.path.join(REPO, ".device", "e2e-jit", "trtllm_comm.so.xz")  # returned by an earlier machine's setup
+CARRIED_KERNEL = os.path.join(STATE_DIR, "carried", "trtllm_comm.so")
+BUILT_KERNEL = os.path.join(STATE_DIR, "trtllm_comm.so")  # sglang_e2e.sh returns it, compressed
+# Loads trtllm_comm as SGLang does (FlashInfer's own spec: prebuilt if found, else nvcc) and says which it was.
+JIT_LOAD = ("import json, time, flashinfer, flashinfer.jit.comm as c\n"
+            "spec = c.gen_trtllm_comm_module(); aot = spec.is_aot; t = time.monotonic(); spec.build_and_load()\n"
+            "print(json.dumps({'flashinfer': flashinfer.__version__, 'prebuilt': aot, 'seconds': "
+            "round(time.monotonic() - t, 1), 'library': str(spec.aot_path if aot else spec.jit_library_path)}))")
 
 
 def gpu_count():
@@ -87,14 +101,14 @@ def save_state(state):
     shutil.copy(STATE, os.path.join(OUT, "state.json"))
 
 
-def step(state, name, command, timeout, log_name=None, env=None):
-    """Run one step, log it to $OUT, record its rc and seconds."""
+def step(state, name, command, timeout, log_name=None, env=None, popen=None):
+    """Run one step, log it to $OUT, record its rc and seconds (popen: another process's cwd, env, user...)."""
     started = time.monotonic()
     log_path = os.path.join(OUT, (log_name or name) + ".log")
     with open(log_path, "ab") as log:
         try:
-            rc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, env=env,
-                                cwd=REPO, check=False).returncode
+            rc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False,
+                                **(popen or {"env": env, "cwd": REPO})).returncode
         except subprocess.TimeoutExpired:
             rc = 124
     record = {"name": name, "rc": rc, "seconds": round(time.monotonic() - started, 1)}
@@ -140,29 +154,62 @@ def setup(state):
     if step(state, "make_test_model", [python, os.path.join(HERE, "make_test_model.py"), "--out", MODELS,
                                        "--hidden", str(HIDDEN), "--layers", str(LAYERS)], 300):
         return 1
-    if playbook(state, "setup", python):
+    extra = {}
+    if os.path.exists(JIT_CARRY):
+        started = time.monotonic()
+        os.makedirs(os.path.dirname(CARRIED_KERNEL), exist_ok=True)
+        with lzma.open(JIT_CARRY) as packed, open(CARRIED_KERNEL, "wb") as kernel:
+            shutil.copyfileobj(packed, kernel)
+        state["steps"].append({"name": "unpack_carried_trtllm_comm", "rc": 0,
+                               "seconds": round(time.monotonic() - started, 1)})
+        extra["e2e_trtllm_comm_so"] = CARRIED_KERNEL
+    if playbook(state, "setup", python, extra):
         return 1
-    collect_jit()
+    if os.environ.get("E2E_JIT") == "build" and load_kernel(state):
+        return 1
+    collect_jit(state)
     return start_leg(state, next(i for i in range(len(LEGS)) if runnable(i)))
 
 
-def collect_jit():
-    """FlashInfer's built trtllm_comm (.so) to $OUT, so a fresh machine can carry it instead of building it."""
-    for path in glob.glob("/var/lib/sglang/flashinfer/**/trtllm_comm*.so", recursive=True)[:1]:
-        shutil.copy(path, os.path.join(STATE_DIR, "trtllm_comm.so"))
-        with open(os.path.join(OUT, "trtllm_comm.path"), "w", encoding="utf-8") as handle:
-            handle.write(path + "\n")
+def unit_path(index=0):
+    return "/etc/systemd/system/%s.service" % LEGS[index][1]
+
+
+def load_kernel(state):
+    """trtllm_comm loaded as the server loads it: the unit's interpreter, user and environment (nvcc builds it
+    there unless it was carried). What FlashInfer reported goes to the state as trtllm_comm."""
+    unit, _passed, popen = unit_exec.as_service(unit_path())
+    rc = step(state, "load_trtllm_comm", [unit["ExecStart"][0], "-c", JIT_LOAD], 560, popen=popen)
+    with open(os.path.join(OUT, "load_trtllm_comm.log"), encoding="utf-8", errors="replace") as handle:
+        reports = [line for line in handle.read().splitlines() if line.startswith("{")]
+    state["trtllm_comm"] = json.loads(reports[-1]) if rc == 0 and reports else {"error": "rc %d" % rc}
+    save_state(state)
+    return rc
+
+
+def collect_jit(state):
+    """FlashInfer's trtllm_comm, if nvcc built it here (the canary's or load_kernel's build), for sglang_e2e.sh to
+    return: a fresh machine can carry it instead of building it. Searched for under the server's own
+    FLASHINFER_WORKSPACE_BASE (read from its unit), hidden directories included (FlashInfer builds in .cache/)."""
+    _unit, _passed, popen = unit_exec.as_service(unit_path())
+    base = popen["env"].get("FLASHINFER_WORKSPACE_BASE", "")
+    for folder, _dirs, files in os.walk(base):
+        if "trtllm_comm.so" in files and os.path.basename(folder) == "trtllm_comm":
+            shutil.copy(os.path.join(folder, "trtllm_comm.so"), BUILT_KERNEL)
+            state["trtllm_comm_built"] = os.path.join(folder, "trtllm_comm.so")
+            save_state(state)
+            return
 
 
 def start_leg(state, index):
-    name, unit, _spec, fusion = LEGS[index]
+    name, _unit, _spec, fusion = LEGS[index]
     log_path = "/var/log/sglang-e2e-%s.log" % name
     if os.path.exists(log_path):
         os.unlink(log_path)
     extra = {"FLASHINFER_LOGLEVEL": "1", "FLASHINFER_LOGDEST": API_LOG} if fusion else {}
     for old in glob.glob(API_LOG.replace("%i", "*")):
         os.unlink(old)
-    started = unit_exec.start("/etc/systemd/system/%s.service" % unit, log_path, extra)
+    started = unit_exec.start(unit_path(index), log_path, extra)
     started["started_at"] = time.time()
     state["legs"].setdefault(name, {})["server"] = started
     save_state(state)
@@ -399,6 +446,10 @@ def evidence(state):
         "server_start": {k: first["server"].get(k) for k in ("argv", "user", "cwd", "environment_files",
                                                                "passed_from_host", "added")},
         "steps": state["steps"],
+        # FlashInfer's fused all-reduce kernel: carried from an earlier machine (FlashInfer's prebuilt location) or
+        # built here by nvcc (the canary's first call), and what loading it as the server reported (E2E_JIT=build)
+        "trtllm_comm": dict(state.get("trtllm_comm") or {}, carried=any(
+            s["name"] == "unpack_carried_trtllm_comm" for s in state["steps"]), built_here=state.get("trtllm_comm_built")),
         "fusion_log_line": (first.get("fusion_log_lines") or [""])[0],
         "fusion_off_lines": first.get("fusion_off_lines"),
         "fusion_prove_rc": first.get("prove_rc"),

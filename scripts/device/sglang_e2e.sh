@@ -4,7 +4,9 @@
 #   run(command="E2E_LIMIT_S=585 bash scripts/device/sglang_e2e.sh legs")   # within the 30 s the machine stays warm
 # On one GPU (no fusion canary, no trtllm_comm JIT build) one command chains both (docs/device-sglang-e2e.md).
 # .device/carry/wheelhouse.tar.xz is made here by scripts/device/build_wheelhouse.py. What comes back: $OUT/
-# bundle-<phase>.tgz (logs, state, bench results, the evidence) and, after setup, FlashInfer's built trtllm_comm.
+# bundle-<phase>.tgz (logs, state, bench results, the evidence) and, after setup, FlashInfer's trtllm_comm if it was
+# built here (trtllm_comm.so.xz: carry it next time as .device/e2e-jit/trtllm_comm.so.xz; E2E_JIT=build builds it on
+# one GPU, see sglang_e2e.py).
 set -uo pipefail
 phase=${1:?phase: setup, legs [N...] or evidence}
 : "${OUT:=$PWD/.device/out}"
@@ -21,7 +23,9 @@ py=/opt/torch/.venv/bin/python3; [ -x "$py" ] || py=$(command -v python3)
 timeout "${E2E_LIMIT_S:-560}" "$py" scripts/device/sglang_e2e.py "$@" 2>&1 | tee /var/tmp/sglang-e2e/out/driver-$phase.log
 rc=${PIPESTATUS[0]}
 tar czf "$OUT/bundle-$phase.tgz" -C /var/tmp/sglang-e2e out
-[ -f /var/tmp/sglang-e2e/trtllm_comm.so ] && [ "$phase" = setup ] && cp /var/tmp/sglang-e2e/trtllm_comm.so "$OUT/"
+# FlashInfer's trtllm_comm if nvcc built it here, for the next machine to carry as .device/e2e-jit/trtllm_comm.so.xz
+[ -f /var/tmp/sglang-e2e/trtllm_comm.so ] && [ "$phase" = setup ] &&
+  xz -T0 -6 -c /var/tmp/sglang-e2e/trtllm_comm.so > "$OUT/trtllm_comm.so.xz"
 cp /var/tmp/sglang-e2e/out/h200x*_sglang_e2e.json /var/tmp/sglang-e2e/out/h200x*_sglang_greedy_logprobs.json "$OUT/" 2>/dev/null
 echo "sglang_e2e $phase: rc=$rc"
 exit "$rc"

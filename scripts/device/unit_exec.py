@@ -82,16 +82,23 @@ def service_env(unit, extra=None, host_env=None):
     return env, sorted(passed)
 
 
-def start(unit_path, log_path, extra_env=None):
+def as_service(unit_path, extra_env=None):
+    """What a process of this unit gets from systemd: the parsed unit, its environment, the host variables passed
+    and the Popen keywords (cwd, env, user, group, no supplementary groups)."""
     with open(unit_path, encoding="utf-8") as handle:
         unit = parse_unit(handle.read())
     env, passed = service_env(unit, extra_env)
     user = pwd.getpwnam(unit["User"])
     group = grp.getgrnam(unit["Group"]).gr_gid if unit.get("Group") else user.pw_gid
+    popen = {"cwd": unit["WorkingDirectory"], "env": env, "user": user.pw_uid, "group": group, "extra_groups": []}
+    return unit, passed, popen
+
+
+def start(unit_path, log_path, extra_env=None):
+    unit, passed, popen = as_service(unit_path, extra_env)
     log = open(log_path, "ab")  # pylint: disable=consider-using-with
-    proc = subprocess.Popen(unit["ExecStart"], cwd=unit["WorkingDirectory"], env=env, user=user.pw_uid,
-                            group=group, extra_groups=[], stdin=subprocess.DEVNULL, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(unit["ExecStart"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, **popen)
     return {"pid": proc.pid, "argv": unit["ExecStart"], "user": unit["User"], "cwd": unit["WorkingDirectory"],
             "environment_files": unit["EnvironmentFile"], "passed_from_host": passed,
             "added": sorted(set(extra_env or {}) | set(MULTICAST_OFF)), "log": log_path,

@@ -69,3 +69,30 @@ def test_a_failed_load_is_recorded_as_such(bed):
     assert e2e.load_kernel(state) == 1
     assert state["trtllm_comm"] == {"error": "rc 1"}
 
+
+
+def lock_pin(project):
+    with open(os.path.join(REPO, "scripts", "device", "sglang-0.5.17-h200-cp312.txt"), encoding="utf-8") as handle:
+        pins = dict(line.split("==", 1) for line in handle.read().split() if "==" in line)
+    return pins[project]
+
+
+def test_the_device_runs_built_it_once_and_the_next_bare_machine_loaded_the_carried_one():
+    with open(os.path.join(REPO, "tests", "fixtures", "device", "h200x1_e2e_trtllm_comm_carry.json"),
+              encoding="utf-8") as handle:
+        runs = json.load(handle)
+    built, carried = runs["built"], runs["carried"]
+    assert built["machine"][1] != carried["machine"][1]  # two machines (GPU UUIDs)
+    for run in (built, carried):
+        assert all(step["rc"] == 0 for step in run["steps"])
+        assert run["trtllm_comm"]["flashinfer"] == lock_pin("flashinfer-python")
+    # nvcc on the bare machine, in the server's workspace, and returned from there
+    assert built["trtllm_comm"]["prebuilt"] is False and built["trtllm_comm"]["seconds"] > 60
+    assert built["trtllm_comm"]["library"].endswith("/cached_ops/trtllm_comm/trtllm_comm.so")
+    assert built["trtllm_comm_built"] == built["trtllm_comm"]["library"]
+    # carried: unpacked before the playbook, found prebuilt in the venv, nothing built
+    names = [step["name"] for step in carried["steps"]]
+    assert names.index("unpack_carried_trtllm_comm") < names.index("ansible_setup") < names.index("load_trtllm_comm")
+    assert carried["trtllm_comm"]["prebuilt"] is True and carried["trtllm_comm"]["seconds"] < 5
+    assert carried["trtllm_comm"]["library"].endswith("/site-packages/flashinfer/data/aot/trtllm_comm/trtllm_comm.so")
+    assert carried["trtllm_comm_built"] is None

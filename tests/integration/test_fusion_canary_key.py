@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.helpers import wheels
-from tests.helpers.ansible_run import failure, run_playbook
+from tests.helpers.ansible_run import failure, run_playbook, task_results
 
 pytestmark = pytest.mark.wheels
 
@@ -46,7 +46,7 @@ def host(tmp_path):
     return {"venv": venv, "standin": standin, "tmp": tmp_path, "record": tmp_path / "home" / "fusion-canary.json"}
 
 
-def deploy(host, gpus=GPUS, **variables):
+def deploy(host, gpus=GPUS, check=False, **variables):
     base = {"test_role": "fusion_patch", "fusion_patch_venv": host["venv"],
             "fusion_patch_canary_command": [str(host["standin"] / "canary")],
             "fusion_patch_canary_user": getpass.getuser(),
@@ -55,7 +55,7 @@ def deploy(host, gpus=GPUS, **variables):
     if gpus is not None:
         base["nvidia_gpu"] = gpus
     base.update(variables)
-    rc, report = run_playbook(PLAYBOOK, base)
+    rc, report = run_playbook(PLAYBOOK, base, check=check)
     return rc, report
 
 
@@ -119,3 +119,22 @@ def test_without_the_gpu_facts_fusion_is_not_applied_unproven(host):
     # rolling back needs no GPU facts
     rc, report = deploy(host, gpus=None, fusion_patch_state="absent")
     assert rc == 0, failure(report)
+
+
+def reported(report, name):
+    return [result for task, result in task_results(report) if task == name]
+
+
+def test_a_dry_run_does_not_judge_a_new_key_by_the_old_verdict(host):
+    (host["standin"] / "VERDICT").write_text("fail")
+    assert deploy(host)[0] == 0 and not patched(host)  # failed on this driver: fusion off
+    rc, report = deploy(host, gpus=dict(GPUS, driver_version="590.20.02"), check=True)
+    assert rc == 0, failure(report)
+    assert len(calls(host)) == 1 and not patched(host)  # nothing ran, nothing changed
+    (canary,) = [r["ansible_facts"]["fusion_patch_canary_report"]
+                 for r in reported(report, "Publish the canary's figures for the deploy report")]
+    assert canary["summary"].startswith("fusion canary due")
+    # a real deploy would patch and prove: the dry run says it would patch, and predicts no rollback
+    (patch,) = reported(report, "Admit SM120 to FlashInfer allreduce fusion (present)")
+    assert patch["changed"]
+    assert all(r.get("skipped") for r in reported(report, "Restore the original files (fusion stays off on this host)"))

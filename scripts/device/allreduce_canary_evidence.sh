@@ -19,8 +19,12 @@ multicast_off
 OUT=${OUT:-$PWD/.cache/device-out}
 WHEELS=${WHEELS:-.cache/device-fusion-wheels}
 SCRATCH=${SCRATCH:-/tmp}
-mkdir -p "$OUT"
-log() { echo "allreduce_canary: $*" | tee -a "$OUT/steps.log"; }
+# Results accumulate in $RES across the calls of one warm machine (a run split by STEPS: each call's bundle holds
+# every step run so far, the latest of each; steps.log keeps them all), and are copied to $OUT at the end.
+RES=$SCRATCH/allreduce-results
+mkdir -p "$OUT" "$RES"
+trap 'cp -p "$RES"/* "$OUT"/ 2> /dev/null' EXIT
+log() { echo "allreduce_canary: $*" | tee -a "$RES/steps.log"; }
 if [ -f "$WHEELS" ]; then  # a wheelhouse archive from build_wheelhouse.py (allreduce-canary-h200-cp312.txt)
   rm -rf "$SCRATCH/allreduce-wheels" && mkdir -p "$SCRATCH/allreduce-wheels" &&
     tar -xJf "$WHEELS" -C "$SCRATCH/allreduce-wheels" || { log "cannot unpack $WHEELS"; exit 2; }
@@ -33,7 +37,7 @@ for candidate in /opt/torch/.venv/bin/python3 python3; do
 done
 [ -n "$py" ] || { log "no python with torch"; exit 2; }
 site=$SCRATCH/allreduce-canary-site
-"$py" -m pip install -q --no-deps --no-index --target "$site" "$WHEELS"/*.whl >> "$OUT/steps.log" 2>&1 ||
+"$py" -m pip install -q --no-deps --no-index --target "$site" "$WHEELS"/*.whl >> "$RES/steps.log" 2>&1 ||
   { log "wheel install failed"; exit 2; }
 # One fixed time for every installed file, so FlashInfer's ninja finds a JIT cache built on another machine from the
 # same wheels (JIT_CACHE below) newer than its sources and builds nothing again (pip writes install-time mtimes).
@@ -56,14 +60,14 @@ n=$(nvidia-smi -L | wc -l)
   "$py" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
   "$py" -c 'import flashinfer, flashinfer.comm as c
 print("flashinfer", flashinfer.__version__, "PcieIpcAllReduceWorkspace", hasattr(c, "PcieIpcAllReduceWorkspace"))'
-  ls "$site" | grep -i 'dist-info'; } > "$OUT/machine.txt" 2>&1
+  ls "$site" | grep -i 'dist-info'; } > "$RES/machine.txt" 2>&1
 log "python $py, $n GPU(s), sglang source $sglang_site, FLASHINFER_CUDA_ARCH_LIST=$FLASHINFER_CUDA_ARCH_LIST"
 
 run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, record wall time and exit code
   local name=$1 limit=$2; shift 2
   if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return 0; fi
   local t0=$SECONDS
-  timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" > "$OUT/$name.log" 2>&1
+  timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" > "$RES/$name.log" 2>&1
   local rc=$?
   log "$name: rc=$rc wall=$((SECONDS - t0))s"
 }
@@ -74,7 +78,7 @@ spec=(--hidden 7168 --draft-tokens "$draft_tokens" --max-batch "$max_batch" --sg
 jit() {  # jit NAME GENERATOR: build one FlashInfer JIT module the canaries load (needs one GPU only), both at once
   local name=$1 gen=$2 t0=$SECONDS
   if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" jit_build "* ]]; then return 0; fi
-  timeout 480 "$py" -c "import flashinfer.jit.comm as c; c.$gen().build_and_load()" > "$OUT/jit_$name.log" 2>&1
+  timeout 480 "$py" -c "import flashinfer.jit.comm as c; c.$gen().build_and_load()" > "$RES/jit_$name.log" 2>&1
   log "jit_$name: rc=$? wall=$((SECONDS - t0))s"
 }
 # 0. FlashInfer's comm modules built (or found in JIT_CACHE), before the canaries time anything
@@ -82,30 +86,30 @@ jit trtllm_comm gen_trtllm_comm_module &
 jit pcie_ipc_comm gen_pcie_ipc_comm_module &
 wait
 # 1. fusion, exactly SGLang's call (first run JIT-builds trtllm_comm unless the cache is warm), speculative shapes
-run canary_sglang_call 480 "$canary" "${spec[@]}" --out "$OUT/canary_sglang_call.json"
+run canary_sglang_call 480 "$canary" "${spec[@]}" --out "$RES/canary_sglang_call.json"
 # 2. the same with vLLM's fix (trigger_completion_at_end true for one-shot), to compare with 1
-run canary_vllm_trigger 180 "$canary" "${spec[@]}" --no-timing --trigger-completion-at-end vllm --out "$OUT/canary_vllm_trigger.json"
+run canary_vllm_trigger 180 "$canary" "${spec[@]}" --no-timing --trigger-completion-at-end vllm --out "$RES/canary_vllm_trigger.json"
 # 2b. both calls again with a chain whose every call reads the outputs of the call before it (a PDL-launched consumer:
 # where vLLM saw the one-shot kernel's NaN); the plain chain's calls read inputs of their own
-run canary_consumer_sglang 180 "$canary" "${spec[@]}" --no-timing --consumer-chain --out "$OUT/canary_consumer_sglang.json"
+run canary_consumer_sglang 180 "$canary" "${spec[@]}" --no-timing --consumer-chain --out "$RES/canary_consumer_sglang.json"
 run canary_consumer_vllm 180 "$canary" "${spec[@]}" --no-timing --consumer-chain --trigger-completion-at-end vllm \
-  --out "$OUT/canary_consumer_vllm.json"
+  --out "$RES/canary_consumer_vllm.json"
 # 3. one-shot and two-shot forced at every size (FlashInfer's heuristic picks one of them per size)
-run canary_oneshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot true --out "$OUT/canary_oneshot.json"
-run canary_twoshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot false --out "$OUT/canary_twoshot.json"
+run canary_oneshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot true --out "$RES/canary_oneshot.json"
+run canary_twoshot 180 "$canary" "${spec[@]}" --no-timing --use-oneshot false --out "$RES/canary_twoshot.json"
 # 4. it must fail: one rank's input corrupted
-run canary_corrupt 180 "$canary" "${spec[@]}" --no-timing --corrupt-rank 1 --out "$OUT/canary_corrupt.json"
+run canary_corrupt 180 "$canary" "${spec[@]}" --no-timing --corrupt-rank 1 --out "$RES/canary_corrupt.json"
 # 5. PCIe IPC (needs FlashInfer >= 0.7.0; with 0.6.18 the result says it has no PcieIpcAllReduceWorkspace)
-run canary_pcie_ipc 480 "$canary" --path pcie_ipc "${spec[@]}" --out "$OUT/canary_pcie_ipc.json"
+run canary_pcie_ipc 480 "$canary" --path pcie_ipc "${spec[@]}" --out "$RES/canary_pcie_ipc.json"
 run canary_pcie_ipc_corrupt 180 "$canary" --path pcie_ipc "${spec[@]}" --no-tune --no-timing --corrupt-rank 1 \
-  --out "$OUT/canary_pcie_ipc_corrupt.json"
+  --out "$RES/canary_pcie_ipc_corrupt.json"
 # 6. all-reduce inside CUDA graphs: NCCL's defaults (none of the image's NCCL settings, multicast still off) with a
 # pcie_ipc column where FlashInfer has it, then each candidate NCCL setting (NCCL alone: PCIe IPC does not read them)
 nccl_defaults
-run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$OUT/bench_defaults.json"
+run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$RES/bench_defaults.json"
 while read -r name setting; do
   (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --pcie-ipc off --tokens 1,2,4,8,16,32,64,128 \
-    --out "$OUT/bench_$name.json")
+    --out "$RES/bench_$name.json")
 done < <(nccl_candidates)
 # The JIT cache for the next machine (its autotune results stay: they belong to this machine's topology), in parts
 # a returned file may hold.
@@ -113,7 +117,7 @@ XZ_OPT="-6 -T0" tar -C "$FLASHINFER_WORKSPACE_BASE" --exclude=./autotune -cJf - 
   split -b 15m - "$OUT/flashinfer-jit-cache.tar.xz.part-" &&
   log "JIT cache: $(cat "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -c) bytes in $(ls "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -l) part(s)"
 # One bundle, so a limit on returned files loses nothing.
-"$py" - "$OUT" "$draft_tokens" "$max_batch" <<'PY' > "$OUT/allreduce_canary_evidence.json"
+"$py" - "$RES" "$draft_tokens" "$max_batch" <<'PY' > "$RES/allreduce_canary_evidence.json"
 import glob, json, os, sys
 out = sys.argv[1]
 bundle = {"steps": open(os.path.join(out, "steps.log")).read().splitlines(),
@@ -125,6 +129,6 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
 print(json.dumps(bundle, indent=1))
 PY
 # Whether the bundle is the evidence #15/#16 ask for (a full run; with STEPS it names what did not run).
-"$py" scripts/device/allreduce_evidence_check.py "$OUT/allreduce_canary_evidence.json" > "$OUT/evidence_check.json"
-log "evidence check: rc=$? ($(tr -d '\n' < "$OUT/evidence_check.json" | cut -c1-400))"
+"$py" scripts/device/allreduce_evidence_check.py "$RES/allreduce_canary_evidence.json" > "$RES/evidence_check.json"
+log "evidence check: rc=$? ($(tr -d '\n' < "$RES/evidence_check.json" | cut -c1-400))"
 log done

@@ -157,3 +157,19 @@ def test_the_multicast_off_file_is_what_every_device_process_gets():
                            text=True, check=True).stdout
     assert {line.split("=", 1)[0]: line.split("=", 1)[1] for line in shell.splitlines()
             if line.split("=", 1)[0] in MULTICAST_OFF} == MULTICAST_OFF
+
+
+def test_a_run_split_over_calls_of_one_machine_bundles_every_step_so_far(tmp_path):
+    first = tmp_path / "first"
+    first.mkdir()
+    run_script(first, "allreduce_canary_evidence.sh", 4, {"STEPS": "canary_sglang_call canary_corrupt",
+                                                           "SCRATCH": str(tmp_path / "scratch")})
+    second = tmp_path / "second"
+    second.mkdir()
+    _, calls, out = run_script(second, "allreduce_canary_evidence.sh", 4, {"STEPS": "bench_defaults canary_corrupt",
+                                                                          "SCRATCH": str(tmp_path / "scratch")})
+    assert [step_name(call) for call in calls] == ["canary_corrupt", "bench_defaults"]  # this call's own steps
+    bundle = json.loads((out / "allreduce_canary_evidence.json").read_text())
+    assert sorted(bundle["results"]) == ["bench_defaults", "canary_corrupt", "canary_sglang_call"]
+    ran = [line.split(":")[1].strip() for line in bundle["steps"] if ": rc=" in line and "evidence check" not in line]
+    assert ran == ["canary_sglang_call", "canary_corrupt", "canary_corrupt", "bench_defaults"]

@@ -19,6 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
 README = os.path.join(REPO, "README.md")
+sys.path.insert(0, HERE)
+import readme_block  # noqa: E402  pylint: disable=wrong-import-position
 BEGIN = "<!-- BEGIN GPU FIGURES: generated from tests/fixtures/device by scripts/device/allreduce_figures.py -->"
 END = "<!-- END GPU FIGURES -->"
 GPU_COUNTS = (2, 4, 8)
@@ -100,30 +102,11 @@ def render():
     return "\n".join(lines)
 
 
-def replace_block(text, block):
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[:start] + "\n" + block + "\n" + text[end:]
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when README.md's block is stale")
     args = parser.parse_args(argv)
-    with open(README, encoding="utf-8") as handle:
-        text = handle.read()
-    if BEGIN not in text or END not in text:
-        print("README.md has no %s ... %s block" % (BEGIN, END), file=sys.stderr)
-        return 1
-    wanted = replace_block(text, render())
-    if args.check:
-        if wanted != text:
-            print("README.md's GPU figures differ from tests/fixtures/device: run %s" % os.path.relpath(
-                __file__, REPO), file=sys.stderr)
-            return 1
-        return 0
-    with open(README, "w", encoding="utf-8") as handle:
-        handle.write(wanted)
-    return 0
+    return readme_block.write_or_check(README, BEGIN, END, render(), __file__, args.check)
 
 
 if __name__ == "__main__":

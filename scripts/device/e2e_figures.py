@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The README's table of the real SGLang server run through the project's roles on GPUs, one column per GPU count
+(1, 2), generated from the evidence sglang_e2e.py wrote (tests/fixtures/device/h200x<N>_sglang_e2e.json), so the
+table and the evidence cannot drift apart. A count without evidence says "not run"; a leg its run could not run
+(fusion on one GPU) says why.
+
+    scripts/device/e2e_figures.py            # rewrite the block between the markers in README.md
+    scripts/device/e2e_figures.py --check    # exit 1 when the block differs from the fixtures
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
+README = os.path.join(REPO, "README.md")
+sys.path.insert(0, HERE)
+import readme_block  # noqa: E402  pylint: disable=wrong-import-position
+
+BEGIN = "<!-- BEGIN REAL SERVER: generated from tests/fixtures/device by scripts/device/e2e_figures.py -->"
+END = "<!-- END REAL SERVER -->"
+GPU_COUNTS = (1, 2)
+LEGS = (("spec_fusion", "EAGLE-3 + fusion"), ("spec_nofusion", "EAGLE-3, no fusion"), ("plain", "no speculation"))
+
+
+def evidence_of(gpus):
+    path = os.path.join(FIXTURES, "h200x%d_sglang_e2e.json" % gpus)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _leg_cell(run, name):
+    for leg in run["legs"]:
+        if leg["name"] == name:
+            accept = "" if leg["accept_length"] is None else ", accept length %.2f" % leg["accept_length"]
+            return "%.1f tok/s%s; %d/%d completed" % (leg["output_tok_s"], accept, leg["completed"],
+                                                      leg["num_prompts"])
+    for leg in run.get("legs_not_run", []):
+        if leg["name"] == name:
+            return "not run: %d GPU" % run["tp_size"] if leg["fusion"] else "not run"
+    return "-"
+
+
+def _greedy_cell(run):
+    cells = []
+    for name, title in LEGS:
+        if name in run["greedy_match"]:
+            gate = run["gate_correctness"].get(name, {})
+            ties = " (gate, ties counted: %.3f)" % gate["match_rate"] if gate.get("ties") else ""
+            cells.append("%s %.3f%s" % (title, run["greedy_match"][name], ties))
+    return "; ".join(cells) or "-"
+
+
+def render():
+    runs = {gpus: evidence_of(gpus) for gpus in GPU_COUNTS}
+
+    def row(title, cell):
+        return "| %s | %s |" % (title, " | ".join("not run" if runs[g] is None else cell(runs[g])
+                                                    for g in GPU_COUNTS))
+
+    lines = ["| real server through the roles | %s |" % " | ".join(
+        "%d x H200" % g for g in GPU_COUNTS), "|---|%s" % ("---|" * len(GPU_COUNTS))]
+    lines.append(row("run", lambda r: "%s: sglang %s, flashinfer %s, torch %s" % (
+        r["date"][:10], r["sglang"], r["flashinfer"], r["torch"])))
+    lines.append(row("model", lambda r: "%s, %d layers, hidden %d, random weights; draft %s" % (
+        r["model"]["architecture"], r["model"]["layers"], r["model"]["hidden_size"],
+        r["model"]["draft"]["architecture"])))
+    lines += [row(title, lambda r, name=name: _leg_cell(r, name)) for name, title in LEGS]
+    lines.append(row("greedy outputs equal to the plain leg's", _greedy_cell))
+    lines.append(row("`/health_generate`", lambda r: str(r["health_generate_status"])))
+    lines.append(row("fusion log line (role's proof)", lambda r: "logged, proof rc %s" % r["fusion_prove_rc"]
+                     if r["fusion_log_line"] else "none (no fusion leg)"))
+    lines.append(row("stop (SIGTERM to the group)", lambda r: ", ".join(
+        "%s %.1f s" % (s["result"], s["seconds"]) for s in r["stops"].values())))
+    sources = ", ".join("`h200x%d_sglang_e2e.json`" % g for g in GPU_COUNTS if runs[g] is not None)
+    lines += ["", "From `tests/fixtures/device/` (%s); tok/s: median of the runs, one client at a time." % sources]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when README.md's block is stale")
+    args = parser.parse_args(argv)
+    return readme_block.write_or_check(README, BEGIN, END, render(), __file__, args.check)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,17 +10,14 @@ neither says "not run"; a row its run did not measure says "-".
     scripts/device/allreduce_figures.py            # rewrite the block between the markers in README.md
     scripts/device/allreduce_figures.py --check    # exit 1 when the block differs from the fixtures
 """
-import argparse
 import json
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
-README = os.path.join(REPO, "README.md")
 sys.path.insert(0, HERE)
 import readme_block  # noqa: E402  pylint: disable=wrong-import-position
+from readme_block import FIXTURES, README  # noqa: E402  pylint: disable=wrong-import-position
 BEGIN = "<!-- BEGIN GPU FIGURES: generated from tests/fixtures/device by scripts/device/allreduce_figures.py -->"
 END = "<!-- END GPU FIGURES -->"
 GPU_COUNTS = (2, 4, 8)
@@ -103,10 +100,7 @@ def render():
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when README.md's block is stale")
-    args = parser.parse_args(argv)
-    return readme_block.write_or_check(README, BEGIN, END, render(), __file__, args.check)
+    return readme_block.main(argv, __doc__, README, BEGIN, END, render, __file__)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """A generated block of README.md between two marker lines: rewritten from the fixtures, or checked to be current."""
+import argparse
 import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 README = os.path.join(REPO, "README.md")
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
 
 
 def replace_block(text, begin, end, block):
@@ -29,3 +31,11 @@ def write_or_check(readme, begin, end, block, script, check):
     with open(readme, "w", encoding="utf-8") as handle:
         handle.write(wanted)
     return 0
+
+
+def main(argv, doc, readme, begin, end, render, script):
+    """The command line of a figures script: rewrite its block, or with --check exit 1 when it is stale."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when README.md's block is stale")
+    args = parser.parse_args(argv)
+    return write_or_check(readme, begin, end, render(), script, args.check)

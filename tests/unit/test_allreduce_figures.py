@@ -1,9 +1,9 @@
 """README.md's table of GPU figures (scripts/device/allreduce_figures.py): generated from tests/fixtures/device, a
 column per GPU count, so that a new device run cannot land without the table saying what it measured."""
 import json
-import shutil
 
 from tests.helpers.allreduce_bundles import complete_bundle
+from tests.helpers.readme_sandbox import sandbox
 from tests.helpers.script_module import load_file
 
 figures = load_file("scripts/device/allreduce_figures.py", "allreduce_figures")
@@ -22,13 +22,8 @@ def test_the_recorded_2_gpu_run_fills_its_column_and_the_others_say_not_run():
 
 
 def test_a_new_bundle_takes_its_column_and_a_stale_readme_is_refused(tmp_path, monkeypatch):
-    fixtures = tmp_path / "device"
-    shutil.copytree(figures.FIXTURES, fixtures)
+    fixtures, readme = sandbox(tmp_path, monkeypatch, figures)
     (fixtures / "h200x4_allreduce_canary.json").write_text(json.dumps(complete_bundle(4)))
-    readme = tmp_path / "README.md"
-    shutil.copy(figures.README, readme)
-    monkeypatch.setattr(figures, "FIXTURES", str(fixtures))
-    monkeypatch.setattr(figures, "README", str(readme))
     assert figures.main(["--check"]) == 1
     assert figures.main([]) == 0 and figures.main(["--check"]) == 0
     lines = readme.read_text().splitlines()

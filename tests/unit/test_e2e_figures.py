@@ -3,8 +3,8 @@ tests/fixtures/device, a column per GPU count, so a new device run cannot land w
 measured."""
 import copy
 import json
-import shutil
 
+from tests.helpers.readme_sandbox import sandbox
 from tests.helpers.script_module import load_file
 
 figures = load_file("scripts/device/e2e_figures.py", "e2e_figures")
@@ -30,18 +30,13 @@ def test_the_one_gpu_run_fills_its_column_and_names_the_leg_it_could_not_run():
 
 
 def test_a_two_gpu_run_takes_its_column_and_a_stale_readme_is_refused(tmp_path, monkeypatch):
-    fixtures = tmp_path / "device"
-    shutil.copytree(figures.FIXTURES, fixtures)
+    fixtures, readme = sandbox(tmp_path, monkeypatch, figures)
     two = copy.deepcopy(figures.evidence_of(1))
     fused = dict(two["legs"][0], name="spec_fusion", fusion=True, output_tok_s=333.3)
     two.update(tp_size=2, legs=[fused] + two["legs"], legs_not_run=[], fusion_prove_rc=0,
                fusion_log_line="FlashInfer AllReduce Fusion enabled",
                greedy_match=dict(two["greedy_match"], spec_fusion=1.0))
     (fixtures / "h200x2_sglang_e2e.json").write_text(json.dumps(two))
-    readme = tmp_path / "README.md"
-    shutil.copy(figures.README, readme)
-    monkeypatch.setattr(figures, "FIXTURES", str(fixtures))
-    monkeypatch.setattr(figures, "README", str(readme))
     assert figures.main(["--check"]) == 1
     assert figures.main([]) == 0 and figures.main(["--check"]) == 0
     table = rows(readme.read_text())

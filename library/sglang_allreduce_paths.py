@@ -100,11 +100,17 @@ options:
     description:
       - "The PCIe IPC canary's recorded result on this host (written by the fusion_patch role's C(pcie_ipc_canary)
         entry point). Given, PCIe IPC is held to it: a result measured for this server (the venv's real path, world
-        size, hidden size and workspace sizing: RV(pcie_ipc_canary.key)) that failed refuses both IPC paths with its
+        size, hidden size, workspace sizing, GPUs and driver: RV(pcie_ipc_canary.key)) that failed refuses both IPC paths with its
         summary; none for this server leaves them runnable with RV(pcie_ipc_canary.state) C(due) (run the canary,
         then ask again); an unknown hidden size refuses them (the canary cannot run)."
       - Omitted, PCIe IPC is not held to a canary.
     type: path
+  pcie_ipc_canary_gpu:
+    description:
+      - "The GPUs and driver of this host (the C(gpu_identity) filter of the C(nvidia_gpu) fact: C(gpus), C(driver)),
+        part of what a PCIe IPC canary result is kept for: after a driver upgrade or a GPU change the canary is due
+        again. Omitted, they count as unknown."
+    type: dict
   choice_file:
     description:
       - "The benchmark gate's recorded choice for C(auto) (written by the sglang_allreduce_choice module). C(auto)
@@ -232,7 +238,8 @@ pcie_ipc_canary:
       description: What a result must have been measured for (null where PCIe IPC cannot run anyway).
       type: dict
       sample: {"venv": "/opt/sglang/venvs/0.5.23-abc", "world_size": 8, "hidden": 7168, "max_numel": 458752,
-               "max_batch": 16, "draft_tokens": 4}
+               "max_batch": 16, "draft_tokens": 4,
+               "gpu": {"gpus": ["NVIDIA RTX PRO 6000 Blackwell Server Edition"], "driver": "580.65.06"}}
     summary:
       description: The recorded result's summary line, where one is recorded for this server.
       type: str
@@ -281,7 +288,7 @@ def run(params):
         canary = None
         if params["pcie_ipc_canary_file"]:
             canary = {"venv_real": os.path.realpath(params["venv"]), "record_path": params["pcie_ipc_canary_file"],
-                      "record_text": _read_record(params["pcie_ipc_canary_file"])}
+                      "record_text": _read_record(params["pcie_ipc_canary_file"]), "gpu": params["pcie_ipc_canary_gpu"]}
         return ap.decide_with_canary(params["path"], ap.read_facts(venv.site_packages), setup, recorded,
                                      canary), None
     except ap.PathsError as exc:
@@ -313,6 +320,7 @@ def main():
             fusion_unavailable=dict(type="str"),
             pcie_ipc_unavailable=dict(type="str"),
             pcie_ipc_canary_file=dict(type="path"),
+            pcie_ipc_canary_gpu=dict(type="dict"),
             choice_file=dict(type="path"),
         ),
         supports_check_mode=True,

@@ -76,8 +76,8 @@ def test_the_verdict_is_kept_per_shapes_gpus_and_driver(host):
     record = json.loads(host["record"].read_text())
     assert record["passed"] and record["venv"] == host["venv"]
     assert record["key"] == {"venv": host["venv"], "world_size": 2, "hidden": 7168, "tokens": "1,2,4,8,16,32,64,128",
-                             "draft_tokens": None, "max_batch": None, "driver": "580.65.06",
-                             "gpus": [GPUS["gpus"][0]["name"]] * 2}
+                             "draft_tokens": None, "max_batch": None,
+                             "gpu": {"driver": "580.65.06", "gpus": [GPUS["gpus"][0]["name"]] * 2}}
     assert patched(host)
 
     assert deploy(host)[0] == 0 and len(calls(host)) == 1  # same key: the verdict stands, nothing runs
@@ -97,7 +97,7 @@ def test_the_verdict_is_kept_per_shapes_gpus_and_driver(host):
     assert rc == 0, failure(report)
     assert len(calls(host)) == 3 and not patched(host)
     record = json.loads(host["record"].read_text())
-    assert not record["passed"] and record["key"]["driver"] == "590.10.01"
+    assert not record["passed"] and record["key"]["gpu"]["driver"] == "590.10.01"
 
     # the failure is remembered for that key: nothing runs and the patch stays off ...
     (host["standin"] / "VERDICT").write_text("pass")

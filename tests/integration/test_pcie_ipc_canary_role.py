@@ -102,6 +102,22 @@ def test_pcie_ipc_runs_after_its_canary_passed_once_for_this_server(venv, tmp_pa
     assert calls(canary)[-1]["args"][calls(canary)[-1]["args"].index("--max-batch") + 1] == "16"
 
 
+def test_a_new_driver_proves_pcie_ipc_again(venv, tmp_path, canary):
+    gpus = {"driver_version": "580.65.06", "gpu_count": 2,
+            "gpus": [{"index": i, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"} for i in (0, 1)]}
+    (canary / "VERDICT").write_text("fail")
+    rc, report = run(venv, tmp_path, canary, nvidia_gpu=gpus)
+    assert rc == 0, failure(report)
+    record = json.loads((tmp_path / "home" / "pcie-ipc-canary.json").read_text())
+    assert not record["passed"] and record["key"]["gpu"] == {"gpus": [gpus["gpus"][0]["name"]] * 2,
+                                                             "driver": "580.65.06"}
+    assert run(venv, tmp_path, canary, nvidia_gpu=gpus)[0] == 0 and len(calls(canary)) == 1  # remembered
+    (canary / "VERDICT").write_text("pass")
+    rc, report = run(venv, tmp_path, canary, nvidia_gpu=dict(gpus, driver_version="590.10.01"))
+    assert rc == 0, failure(report)
+    assert len(calls(canary)) == 2 and "pcie_ipc" in result_of(report)["candidates"]
+
+
 def test_a_failed_canary_keeps_both_ipc_paths_off_and_refuses_them_explicitly(venv, tmp_path, canary):
     (canary / "VERDICT").write_text("fail")
     rc, report = run(venv, tmp_path, canary, fusion_patch_server_args=["--flashinfer-allreduce-fusion-backend",

@@ -105,14 +105,17 @@ def test_hidden_size_from_config(tmp_path):
 SERVER = dict(tp_size=8, autotune_dir="/var/lib/sglang/flashinfer/autotune", speculative=True,
               speculative_num_draft_tokens=4, cuda_graph_max_bs=16, hidden_size=7168)
 KEY = {"venv": "/opt/sglang/venvs/a", "world_size": 8, "hidden": 7168, "max_numel": 458752, "max_batch": 16,
-       "draft_tokens": 4}
+       "draft_tokens": 4, "gpu": None}  # the GPUs and driver unknown
 
 
-def canary(record=None, text=None):
+GPU = {"gpus": ["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 2, "driver": "580.65.06"}
+
+
+def canary(record=None, text=None, gpu=None):
     if record is not None:
         text = json.dumps(record)
     return {"venv_real": "/opt/sglang/venvs/a", "record_path": "/var/lib/sglang/pcie-ipc-canary.json",
-            "record_text": text}
+            "record_text": text, "gpu": gpu}
 
 
 def test_the_pcie_ipc_canary_key_is_the_server_it_proves():
@@ -129,6 +132,17 @@ def test_pcie_ipc_is_due_its_canary_until_one_for_this_server_is_recorded():
         result = ap.decide_with_canary("auto", facts(), SERVER, canary=given)
         assert result["pcie_ipc_canary"]["state"] == "due" and why in result["pcie_ipc_canary"]["why"]
         assert "pcie_ipc" in result["candidates"]  # runnable, pending its canary (the role runs it, then asks again)
+
+
+def test_another_driver_or_other_gpus_make_the_canary_due_again():
+    key = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(gpu=GPU))["pcie_ipc_canary"]["key"]
+    assert key == dict(KEY, gpu=GPU)
+    record = dict(key=key, passed=False, summary="pcie_ipc canary FAILED")
+    assert ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, gpu=GPU))["pcie_ipc_canary"][
+        "state"] == "failed"
+    for other in (dict(GPU, driver="590.10.01"), dict(GPU, gpus=GPU["gpus"][:1] * 2 + ["NVIDIA H200"]), None):
+        state = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, gpu=other))["pcie_ipc_canary"]
+        assert state["state"] == "due" and "GPUs or driver" in state["why"]
 
 
 def test_a_passed_canary_keeps_pcie_ipc_and_a_failed_one_refuses_both_ipc_paths():

@@ -138,3 +138,15 @@ def test_a_dry_run_does_not_judge_a_new_key_by_the_old_verdict(host):
     (patch,) = reported(report, "Admit SM120 to FlashInfer allreduce fusion (present)")
     assert patch["changed"]
     assert all(r.get("skipped") for r in reported(report, "Restore the original files (fusion stays off on this host)"))
+
+
+def test_the_canary_proves_the_servers_tp_size_and_shapes_without_any_playbook_wiring(host):
+    # what an inventory sets for the server (8 GPUs here, served at TP 4): the role reads it itself, so deploy.yml,
+    # drift.yml and fusion_patch.yml prove (and compare) the same key
+    rc, report = deploy(host, gpus=dict(GPUS, gpu_count=8), sglang_server_tp_size=4,
+                        sglang_server_speculative_num_draft_tokens=4, sglang_server_cuda_graph_max_bs=16)
+    assert rc == 0, failure(report)
+    (args,) = calls(host)
+    assert args[args.index("--draft-tokens") + 1] == "4" and args[args.index("--max-batch") + 1] == "16"
+    key = json.loads(host["record"].read_text())["key"]
+    assert (key["world_size"], key["draft_tokens"], key["max_batch"]) == (4, 4, 16)

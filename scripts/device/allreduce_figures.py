@@ -10,7 +10,6 @@ neither says "not run"; a row its run did not measure says "-".
     scripts/device/allreduce_figures.py            # rewrite the block between the markers in README.md
     scripts/device/allreduce_figures.py --check    # exit 1 when the block differs from the fixtures
 """
-import json
 import os
 import sys
 
@@ -25,11 +24,7 @@ TOKENS = (1, 16, 128)  # one decode token, a speculative verify batch, the large
 
 
 def _load(name):
-    path = os.path.join(FIXTURES, name)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    return readme_block.load_fixture(FIXTURES, name)
 
 
 def candidates():

@@ -7,7 +7,6 @@ table and the evidence cannot drift apart. A count without evidence says "not ru
     scripts/device/e2e_figures.py            # rewrite the block between the markers in README.md
     scripts/device/e2e_figures.py --check    # exit 1 when the block differs from the fixtures
 """
-import json
 import os
 import sys
 
@@ -23,11 +22,7 @@ LEGS = (("spec_fusion", "EAGLE-3 + fusion"), ("spec_nofusion", "EAGLE-3, no fusi
 
 
 def evidence_of(gpus):
-    path = os.path.join(FIXTURES, "h200x%d_sglang_e2e.json" % gpus)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    return readme_block.load_fixture(FIXTURES, "h200x%d_sglang_e2e.json" % gpus)
 
 
 def _leg_cell(run, name):

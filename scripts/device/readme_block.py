@@ -1,5 +1,6 @@
 """A generated block of README.md between two marker lines: rewritten from the fixtures, or checked to be current."""
 import argparse
+import json
 import os
 import sys
 
@@ -7,6 +8,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 README = os.path.join(REPO, "README.md")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "device")
+
+
+def load_fixture(fixtures, name):
+    """The JSON of tests/fixtures/device/<name> (``fixtures``: that folder), or None where there is none."""
+    path = os.path.join(fixtures, name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 def replace_block(text, begin, end, block):

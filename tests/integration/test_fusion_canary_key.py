@@ -8,26 +8,12 @@ import json
 
 import pytest
 
-from tests.helpers import wheels
+from tests.helpers import canary_standin, wheels
 from tests.helpers.ansible_run import failure, run_playbook, task_results
 
 pytestmark = pytest.mark.wheels
 
 PLAYBOOK = "tests/playbooks/role_local.yml"
-STANDIN = """#!/usr/bin/env python3
-# Stand-in for the fusion canary (no GPU here): records its call, answers as told by the file VERDICT.
-import json, os, sys
-here = os.path.dirname(os.path.abspath(__file__))
-args = sys.argv[1:]
-with open(os.path.join(here, "calls.jsonl"), "a") as handle:
-    handle.write(json.dumps(args) + "\\n")
-passed = open(os.path.join(here, "VERDICT")).read().strip() == "pass"
-with open(args[args.index("--out") + 1], "w") as handle:
-    json.dump({"tool": "fusion_canary", "path": "fusion", "passed": passed,
-               "summary": "fusion canary %s (stand-in)" % ("PASSED" if passed else "FAILED: rank 1 off by 100")},
-              handle)
-sys.exit(0 if passed else 3)
-"""
 GPUS = {"gpu_count": 2, "driver_version": "580.65.06",
         "gpus": [{"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"},
                  {"index": 1, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}]}
@@ -37,11 +23,7 @@ GPUS = {"gpu_count": 2, "driver_version": "580.65.06",
 def host(tmp_path):
     venv = wheels.make_venv(str(tmp_path / "venv"), wheels.wheel("sglang", "0.5.23"),
                             wheels.wheel("flashinfer-python", "0.7.2"))
-    standin = tmp_path / "standin"
-    standin.mkdir()
-    (standin / "canary").write_text(STANDIN)
-    (standin / "canary").chmod(0o755)
-    (standin / "VERDICT").write_text("pass")
+    standin = canary_standin.make(tmp_path / "standin", "fusion")
     (tmp_path / "home").mkdir()  # sglang_install makes the service user's home
     return {"venv": venv, "standin": standin, "tmp": tmp_path, "record": tmp_path / "home" / "fusion-canary.json"}
 
@@ -60,8 +42,8 @@ def deploy(host, gpus=GPUS, check=False, **variables):
 
 
 def calls(host):
-    path = host["standin"] / "calls.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    """The arguments of every canary call so far."""
+    return [call["args"] for call in canary_standin.calls(host["standin"])]
 
 
 def patched(host):

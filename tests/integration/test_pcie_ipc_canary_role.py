@@ -8,27 +8,12 @@ import json
 
 import pytest
 
+from tests.helpers import canary_standin
 from tests.helpers.ansible_run import failure, run_playbook, task_results
 
 pytestmark = pytest.mark.wheels
 
 PLAYBOOK = "tests/playbooks/sglang_allreduce_local.yml"
-STANDIN = """#!/usr/bin/env python3
-# Stand-in for the PCIe IPC canary (no GPU here): records its call, answers as told by the file VERDICT.
-import json, os, sys
-here = os.path.dirname(os.path.abspath(__file__))
-args = sys.argv[1:]
-with open(os.path.join(here, "calls.jsonl"), "a") as handle:
-    handle.write(json.dumps({"args": args, "env": {k: os.environ.get(k) for k in (
-        "FLASHINFER_AUTOTUNE_DIR", "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "RUNTIME_MARK", "FLASHINFER_WORKSPACE_BASE")}})
-        + "\\n")
-passed = open(os.path.join(here, "VERDICT")).read().strip() == "pass"
-with open(args[args.index("--out") + 1], "w") as handle:
-    json.dump({"tool": "fusion_canary", "path": "pcie_ipc", "passed": passed, "summary": "pcie_ipc canary %s on 2 "
-               "GPU(s) (stand-in)" % ("PASSED" if passed else "FAILED: tokens 12: 3 NaN/Inf element(s) on rank 1")},
-              handle)
-sys.exit(0 if passed else 3)
-"""
 
 
 @pytest.fixture
@@ -38,17 +23,10 @@ def venv(pcie_ipc_venv):
 
 @pytest.fixture
 def canary(tmp_path):
-    folder = tmp_path / "standin"
-    folder.mkdir()
-    (folder / "canary").write_text(STANDIN)
-    (folder / "canary").chmod(0o755)
-    (folder / "VERDICT").write_text("pass")
-    return folder
+    return canary_standin.make(tmp_path / "standin", "pcie_ipc")
 
 
-def calls(canary):
-    path = canary / "calls.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+calls = canary_standin.calls
 
 
 def run(venv, tmp_path, canary, check=False, **variables):

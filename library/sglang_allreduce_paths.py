@@ -111,6 +111,12 @@ options:
         part of what a PCIe IPC canary result is kept for: after a driver upgrade or a GPU change the canary is due
         again. Omitted, they count as unknown."
     type: dict
+  pcie_ipc_canary_version:
+    description:
+      - "Which canary script proves PCIe IPC (fusion_patch's C(canary_version) entry point: a digest of the script),
+        part of what a result is kept for: a collection whose canary checks more proves every host again. Omitted,
+        it counts as unknown."
+    type: str
   choice_file:
     description:
       - "The benchmark gate's recorded choice for C(auto) (written by the sglang_allreduce_choice module). C(auto)
@@ -255,6 +261,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import allreduce_paths as ap
 from ansible.module_utils import atomic_files
 from ansible.module_utils import fusion_patcher
+from ansible.module_utils import model_config
 
 
 def _read_record(path):
@@ -280,15 +287,19 @@ def run(params):
         "fusion_unavailable", "pcie_ipc_unavailable"))
     try:
         if setup["hidden_size"] is None and params["model_path"] \
-                and os.path.exists(os.path.join(params["model_path"], "config.json")):
-            setup["hidden_size"] = ap.hidden_size_from_config(params["model_path"])
+                and os.path.exists(model_config.config_path(params["model_path"])):
+            try:
+                setup["hidden_size"] = model_config.read_hidden_size(params["model_path"])
+            except model_config.ModelConfigError as exc:
+                return None, {"msg": str(exc)}
         if setup["autotune_dir"] and params["service_user"]:
             setup["autotune_dir_problem"] = ap.writable_problem(setup["autotune_dir"], params["service_user"])
         recorded = _read_record(params["choice_file"]) if params["path"] == "auto" else None
         canary = None
         if params["pcie_ipc_canary_file"]:
             canary = {"venv_real": os.path.realpath(params["venv"]), "record_path": params["pcie_ipc_canary_file"],
-                      "record_text": _read_record(params["pcie_ipc_canary_file"]), "gpu": params["pcie_ipc_canary_gpu"]}
+                      "record_text": _read_record(params["pcie_ipc_canary_file"]), "gpu": params["pcie_ipc_canary_gpu"],
+                      "version": params["pcie_ipc_canary_version"]}
         return ap.decide_with_canary(params["path"], ap.read_facts(venv.site_packages), setup, recorded,
                                      canary), None
     except ap.PathsError as exc:
@@ -321,6 +332,7 @@ def main():
             pcie_ipc_unavailable=dict(type="str"),
             pcie_ipc_canary_file=dict(type="path"),
             pcie_ipc_canary_gpu=dict(type="dict"),
+            pcie_ipc_canary_version=dict(type="str"),
             choice_file=dict(type="path"),
         ),
         supports_check_mode=True,

@@ -176,20 +176,6 @@ def read_facts(site_packages):
     return source_facts(source_files(site_packages), pv.installed_versions(site_packages))
 
 
-def hidden_size_from_config(model_path):
-    """hidden_size from a local model's config.json (top level, or text_config for multimodal wrappers)."""
-    path = os.path.join(model_path, "config.json")
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            config = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise PathsError("cannot read the model's hidden_size from %s: %s" % (path, exc))
-    for holder in (config, config.get("text_config") or {}, config.get("language_config") or {}):
-        if isinstance(holder, dict) and isinstance(holder.get("hidden_size"), int):
-            return holder["hidden_size"]
-    raise PathsError("%s has no integer hidden_size (nor text_config.hidden_size)" % path)
-
-
 def writable_problem(path, user):
     """Why ``user`` could not create/write ``path`` (owner and mode bits of the nearest existing dir), or None."""
     try:
@@ -373,16 +359,17 @@ def _candidate(path, facts, setup):
             "environment": environment, "notes": notes}
 
 
-def pcie_ipc_canary_key(venv_real, setup, environment, gpu=None):
+def pcie_ipc_canary_key(venv_real, setup, environment, gpu=None, version=None):
     """What a PCIe IPC canary result must have been measured for to stand for this server: the venv it ran from,
     the world size, the hidden size, the workspace sizing (SGLANG_PCIE_IPC_MAX_NUMEL, or the CUDA-graph max
-    batch and draft tokens SGLang derives it from) and the GPUs and driver it ran on (``gpu``, the gpu_identity
-    filter's answer; None where unknown)."""
+    batch and draft tokens SGLang derives it from), the GPUs and driver it ran on (``gpu``, the gpu_identity
+    filter's answer; None where unknown) and the canary script that proved it (``version``, fusion_patch's
+    canary_version; None where unknown)."""
     numel = environment.get(PCIE_MAX_NUMEL)
     return {"venv": venv_real, "world_size": setup["tp_size"], "hidden": setup.get("hidden_size"),
             "max_numel": int(numel) if numel else None, "max_batch": setup.get("cuda_graph_max_bs"),
             "draft_tokens": setup.get("speculative_num_draft_tokens") if setup.get("speculative") else None,
-            "gpu": gpu}
+            "gpu": gpu, "canary": version}
 
 
 def pcie_ipc_canary_state(record_text, key, record_path):
@@ -398,7 +385,8 @@ def pcie_ipc_canary_state(record_text, key, record_path):
         record = None
     if not isinstance(record, dict) or record.get("key") != key:
         why = "none recorded" if record_text is None else (
-            "the recorded one (%s) was measured for another venv, world size, sizing, GPUs or driver" % record_path
+            "the recorded one (%s) was measured for another venv, world size, sizing, GPUs, driver or canary script"
+            % record_path
             if isinstance(record, dict) else "the recorded one (%s) cannot be read" % record_path)
         return dict(state, state="due", why=why)
     state["summary"] = record.get("summary")
@@ -409,8 +397,8 @@ def pcie_ipc_canary_state(record_text, key, record_path):
 
 
 def decide_with_canary(request, facts, setup, recorded_choice=None, canary=None):
-    """decide(), with PCIe IPC held to its canary where ``canary`` = {venv_real, record_text, record_path, gpu} is
-    given (gpu may be absent: unknown).
+    """decide(), with PCIe IPC held to its canary where ``canary`` = {venv_real, record_text, record_path, gpu,
+    version} is given (gpu and version may be absent: unknown).
 
     A failed canary, or one that cannot run (hidden size unknown), refuses both IPC paths with its reason; a canary
     not yet run for this server leaves them runnable and says it is due (the role runs it, then asks again). The
@@ -420,7 +408,8 @@ def decide_with_canary(request, facts, setup, recorded_choice=None, canary=None)
     pcie = decide("auto", facts, setup)["paths"]["pcie_ipc"]
     state = {"state": "not_needed", "why": "PCIe IPC cannot run here anyway", "key": None, "summary": None}
     if pcie["runnable"]:
-        key = pcie_ipc_canary_key(canary["venv_real"], validate_setup(setup), pcie["environment"], canary.get("gpu"))
+        key = pcie_ipc_canary_key(canary["venv_real"], validate_setup(setup), pcie["environment"], canary.get("gpu"),
+                                  canary.get("version"))
         state = pcie_ipc_canary_state(canary["record_text"], key, canary["record_path"])
         if state["state"] in ("failed", "cannot_run"):
             setup = dict(setup, pcie_ipc_unavailable="; ".join(

@@ -1,7 +1,13 @@
 """A stand-in for fusion_canary.py at the GPU boundary (no GPU in the tests): it records how the role called it
 (arguments and the environment variables the roles set) in calls.jsonl beside itself, and answers as the real
 canary's result file does, passed or failed as the file VERDICT beside it says."""
+import hashlib
 import json
+import os
+
+# The real canary the stand-in stands in for (its digest is part of every verdict's key).
+SCRIPT_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "roles", "fusion_patch", "files",
+                           "fusion_canary.py")
 
 SCRIPT = """#!/usr/bin/env python3
 # Stand-in for the %(path)s canary (no GPU here): records its call, answers as told by the file VERDICT.
@@ -34,3 +40,9 @@ def calls(folder):
     """[{"args", "env"}] of every call so far, in order."""
     path = folder / "calls.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def version():
+    """fusion_patch's canary_version, computed here from the script: what the roles key verdicts with."""
+    with open(SCRIPT_PATH, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()[:16]

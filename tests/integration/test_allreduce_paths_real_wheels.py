@@ -201,7 +201,7 @@ def test_a_model_not_copied_yet_leaves_the_hidden_size_unknown(v0523, tmp_path):
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text('{"hidden_size": "wide"}')
     broken = paths(v0523, model_path=str(tmp_path / "broken"))
-    assert broken.get("failed") and "has no integer hidden_size" in broken["msg"], broken
+    assert broken.get("failed") and "has no positive integer hidden_size" in broken["msg"], broken
 
 
 def test_a_venv_without_sglang(tmp_path):

@@ -1,5 +1,6 @@
-"""What a fusion canary verdict stands for: fusion_patch keeps it per venv, canary shapes, GPUs and driver, and runs
-the canary again when any of them changes (a new driver or other draft tokens are a server the verdict never saw).
+"""What a fusion canary verdict stands for: fusion_patch keeps it per venv, canary shapes (the model's hidden size
+from its config.json), GPUs, driver and canary script, and runs the canary again when any of them changes (a new
+driver or other draft tokens are a server the verdict never saw).
 The whole role runs on a real sglang 0.5.23 + flashinfer-python 0.7.2 venv (--no-deps), so the patch module really
 patches and rolls back. There is no GPU here: the canary command is the test's own stand-in at that boundary; it
 records how it was called and answers passed or failed as told by the file VERDICT."""
@@ -25,7 +26,11 @@ def host(tmp_path):
                             wheels.wheel("flashinfer-python", "0.7.2"))
     standin = canary_standin.make(tmp_path / "standin", "fusion")
     (tmp_path / "home").mkdir()  # sglang_install makes the service user's home
-    return {"venv": venv, "standin": standin, "tmp": tmp_path, "record": tmp_path / "home" / "fusion-canary.json"}
+    model = tmp_path / "model"  # Kimi-K2.5 keeps its hidden size under text_config
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"text_config": {"hidden_size": 7168}}))
+    return {"venv": venv, "standin": standin, "tmp": tmp_path, "record": tmp_path / "home" / "fusion-canary.json",
+            "model": model}
 
 
 def deploy(host, gpus=GPUS, check=False, **variables):
@@ -33,6 +38,7 @@ def deploy(host, gpus=GPUS, check=False, **variables):
             "fusion_patch_canary_command": [str(host["standin"] / "canary")],
             "fusion_patch_canary_user": getpass.getuser(),
             "__fusion_patch_canary_bin": str(host["tmp"] / "installed-canary"),
+            "sglang_server_model_path": str(host["model"]),
             "sglang_layout_root": str(host["tmp"] / "opt"), "sglang_layout_home": str(host["tmp"] / "home")}
     if gpus is not None:
         base["nvidia_gpu"] = gpus
@@ -56,10 +62,11 @@ def test_the_verdict_is_kept_per_shapes_gpus_and_driver(host):
     (args,) = calls(host)
     assert args[args.index("--tokens") + 1] == "1,2,4,8,16,32,64,128" and "--draft-tokens" not in args
     record = json.loads(host["record"].read_text())
-    assert record["passed"] and record["venv"] == host["venv"]
+    assert record["passed"] and args[args.index("--hidden") + 1] == "7168"
     assert record["key"] == {"venv": host["venv"], "world_size": 2, "hidden": 7168, "tokens": "1,2,4,8,16,32,64,128",
                              "draft_tokens": None, "max_batch": None,
-                             "gpu": {"driver": "580.65.06", "gpus": [GPUS["gpus"][0]["name"]] * 2}}
+                             "gpu": {"driver": "580.65.06", "gpus": [GPUS["gpus"][0]["name"]] * 2},
+                             "canary": canary_standin.version()}
     assert patched(host)
 
     assert deploy(host)[0] == 0 and len(calls(host)) == 1  # same key: the verdict stands, nothing runs
@@ -132,3 +139,52 @@ def test_the_canary_proves_the_servers_tp_size_and_shapes_without_any_playbook_w
     assert args[args.index("--draft-tokens") + 1] == "4" and args[args.index("--max-batch") + 1] == "16"
     key = json.loads(host["record"].read_text())["key"]
     assert (key["world_size"], key["draft_tokens"], key["max_batch"]) == (4, 4, 16)
+
+
+def test_the_canary_proves_the_models_own_hidden_size(host):
+    (host["model"] / "config.json").write_text(json.dumps({"hidden_size": 4096}))
+    rc, report = deploy(host)
+    assert rc == 0, failure(report)
+    (args,) = calls(host)
+    assert args[args.index("--hidden") + 1] == "4096"
+    assert json.loads(host["record"].read_text())["key"]["hidden"] == 4096
+    # another model on the same venv and GPUs is a shape the verdict never saw
+    (host["model"] / "config.json").write_text(json.dumps({"hidden_size": 5120}))
+    assert deploy(host)[0] == 0 and len(calls(host)) == 2 and calls(host)[-1][calls(host)[-1].index("--hidden") + 1] == "5120"
+    # given explicitly (a model not on the host yet), the setting wins and no model is read
+    rc, report = deploy(host, sglang_server_model_path="", fusion_patch_canary_hidden=2048)
+    assert rc == 0, failure(report)
+    assert calls(host)[-1][calls(host)[-1].index("--hidden") + 1] == "2048"
+
+
+@pytest.mark.parametrize("config, reason", [(None, "No such file"), ('{"hidden_size": "big"}', "no positive integer"),
+                                            ("", "not set")])
+def test_without_the_models_hidden_size_nothing_is_patched(host, config, reason):
+    variables = {}
+    if config is None:
+        (host["model"] / "config.json").unlink()
+    elif config:
+        (host["model"] / "config.json").write_text(config)
+    else:
+        variables["sglang_server_model_path"] = ""
+    rc, report = deploy(host, **variables)
+    name, msg = failure(report)
+    assert rc != 0 and name == "Require the model's hidden size"
+    assert reason in msg and "fusion_patch_canary_hidden" in msg
+    assert calls(host) == [] and not patched(host)
+    # where no canary runs (rolled back, or proven elsewhere) the model is not needed
+    assert deploy(host, fusion_patch_state="absent", **variables)[0] == 0
+    assert deploy(host, fusion_patch_canary=False, **variables)[0] == 0 and patched(host)
+
+
+def test_a_verdict_from_another_canary_script_is_proven_again(host):
+    assert deploy(host)[0] == 0 and len(calls(host)) == 1
+    record = json.loads(host["record"].read_text())
+    # what an older collection recorded: its script checked less, so its verdict does not stand
+    record["key"]["canary"] = "0123456789abcdef"
+    record["passed"] = False
+    host["record"].write_text(json.dumps(record))
+    rc, report = deploy(host)
+    assert rc == 0, failure(report)
+    assert len(calls(host)) == 2 and patched(host)
+    assert json.loads(host["record"].read_text())["key"]["canary"] == canary_standin.version()

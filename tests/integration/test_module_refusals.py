@@ -142,3 +142,34 @@ def test_benchmark_gate_bounds_its_inputs(tmp_path, overrides, words):
 def test_benchmark_gate_still_judges_a_slow_server_as_failed_with_margin_zero(tmp_path):
     result = run_module("sglang_benchmark_gate", gate_args(tmp_path, margin_pct=0.0))
     assert result.get("failed") is not True and result["passed"] is False, result
+
+
+# ----------------------------------------------------------------------------------------- sglang_model_config
+
+@pytest.mark.parametrize("config,reason", [
+    (None, "config.json"),
+    ("{not json", "config.json"),
+    ('{"hidden_size": -7168}', "hidden"),
+    ('{"hidden_size": true}', "hidden"),
+    ('{"text_config": {"hidden_size": "7168"}}', "hidden"),
+    ('[7168]', "not a JSON object"),
+])
+def test_model_config_says_why_it_has_no_hidden_size(tmp_path, config, reason):
+    (tmp_path / "model").mkdir()
+    if config is not None:
+        (tmp_path / "model" / "config.json").write_text(config)
+    msg = refused("sglang_model_config", {"model_path": str(tmp_path / "model")}, tmp_path)
+    assert msg.startswith("sglang_model_config: ") and reason in msg and str(tmp_path / "model") in msg, msg
+
+
+def test_model_config_wants_an_absolute_path(tmp_path):
+    msg = refused("sglang_model_config", {"model_path": "models/kimi"}, tmp_path)
+    assert "absolute path" in msg, msg
+
+
+def test_model_config_reads_a_wrapped_models_hidden_size(tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text('{"architectures": ["KimiK25"], "text_config": {"hidden_size": 7168}}')
+    result = run_module("sglang_model_config", {"model_path": str(tmp_path / "model")})
+    assert not result.get("failed") and result["hidden_size"] == 7168 and not result["changed"], result
+    assert result["config"] == str(tmp_path / "model" / "config.json")

@@ -128,13 +128,38 @@ def test_without_the_hidden_size_no_canary_can_run_and_pcie_ipc_stays_off(venv, 
     assert "needs the model's hidden size" in " ".join(result["refused"]["pcie_ipc"])
 
 
-@pytest.mark.parametrize("sizing", [{"max_numel": -4}, {"max_batch": "8 --out /etc/passwd"}, {"draft_tokens": 0}])
-def test_the_entry_point_refuses_a_sizing_that_is_not_a_positive_whole_number(tmp_path, canary, sizing):
-    key = dict({"venv": "/opt/sglang/venvs/a", "world_size": 2, "hidden": 4096}, **sizing)
-    rc, report = run_playbook("tests/playbooks/fusion_patch_pcie_ipc_canary.yml", {
+def run_entry_point(tmp_path, canary, key):
+    return run_playbook("tests/playbooks/fusion_patch_pcie_ipc_canary.yml", {
         "fusion_patch_pcie_ipc_canary_key": key, "fusion_patch_pcie_ipc_canary_result": str(tmp_path / "r.json"),
         "fusion_patch_canary_command": [str(canary / "canary")], "fusion_patch_canary_user": getpass.getuser(),
         "sglang_layout_home": str(tmp_path / "home")})
+
+
+def entry_point_key(**changes):
+    # everything the entry point accepts, so each test's one change is what it refuses
+    return dict({"venv": "/opt/sglang/venvs/a", "world_size": 2, "hidden": 4096, "max_numel": None,
+                 "max_batch": 8, "draft_tokens": 4, "canary": canary_standin.version()}, **changes)
+
+
+def test_the_entry_point_runs_the_canary_for_a_well_formed_key(tmp_path, canary):
+    rc, report = run_entry_point(tmp_path, canary, entry_point_key())
+    assert rc == 0, failure(report)
+    assert len(calls(canary)) == 1
+    assert json.loads((tmp_path / "r.json").read_text())["key"] == entry_point_key()
+
+
+@pytest.mark.parametrize("sizing", [{"max_numel": -4}, {"max_batch": "8 --out /etc/passwd"}, {"draft_tokens": 0}])
+def test_the_entry_point_refuses_a_sizing_that_is_not_a_positive_whole_number(tmp_path, canary, sizing):
+    rc, report = run_entry_point(tmp_path, canary, entry_point_key(**sizing))
     name, msg = failure(report)
     assert rc != 0 and name == "Check the server the PCIe IPC canary proves" and "whole numbers" in msg
+    assert calls(canary) == [] and not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("script", [None, "0123456789abcdef"])
+def test_the_entry_point_refuses_a_key_for_another_canary_script(tmp_path, canary, script):
+    # a verdict recorded under another script's name would be taken for that script's
+    rc, report = run_entry_point(tmp_path, canary, entry_point_key(canary=script))
+    name, msg = failure(report)
+    assert rc != 0 and name == "Check the server the PCIe IPC canary proves" and canary_standin.version() in msg
     assert calls(canary) == [] and not (tmp_path / "r.json").exists()

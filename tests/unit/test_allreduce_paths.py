@@ -94,28 +94,20 @@ def test_writable_problem(tmp_path):
         assert ap.writable_problem(str(locked / "x"), "nobody") is None
 
 
-def test_hidden_size_from_config(tmp_path):
-    (tmp_path / "config.json").write_text('{"text_config": {"hidden_size": 7168}}')
-    assert ap.hidden_size_from_config(str(tmp_path)) == 7168
-    (tmp_path / "config.json").write_text('{"hidden_size": "big"}')
-    with pytest.raises(ap.PathsError):
-        ap.hidden_size_from_config(str(tmp_path))
-
-
 SERVER = dict(tp_size=8, autotune_dir="/var/lib/sglang/flashinfer/autotune", speculative=True,
               speculative_num_draft_tokens=4, cuda_graph_max_bs=16, hidden_size=7168)
 KEY = {"venv": "/opt/sglang/venvs/a", "world_size": 8, "hidden": 7168, "max_numel": 458752, "max_batch": 16,
-       "draft_tokens": 4, "gpu": None}  # the GPUs and driver unknown
+       "draft_tokens": 4, "gpu": None, "canary": None}  # the GPUs, driver and canary script unknown
 
 
 GPU = {"gpus": ["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 2, "driver": "580.65.06"}
 
 
-def canary(record=None, text=None, gpu=None):
+def canary(record=None, text=None, gpu=None, version=None):
     if record is not None:
         text = json.dumps(record)
     return {"venv_real": "/opt/sglang/venvs/a", "record_path": "/var/lib/sglang/pcie-ipc-canary.json",
-            "record_text": text, "gpu": gpu}
+            "record_text": text, "gpu": gpu, "version": version}
 
 
 def test_the_pcie_ipc_canary_key_is_the_server_it_proves():
@@ -142,7 +134,18 @@ def test_another_driver_or_other_gpus_make_the_canary_due_again():
         "state"] == "failed"
     for other in (dict(GPU, driver="590.10.01"), dict(GPU, gpus=GPU["gpus"][:1] * 2 + ["NVIDIA H200"]), None):
         state = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, gpu=other))["pcie_ipc_canary"]
-        assert state["state"] == "due" and "GPUs or driver" in state["why"]
+        assert state["state"] == "due" and "GPUs, driver" in state["why"]
+
+
+def test_a_verdict_of_another_canary_script_makes_the_canary_due_again():
+    # a collection whose canary checks more (new shapes, SGLang's own call) proves every host again
+    key = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(version="a1b2"))["pcie_ipc_canary"]["key"]
+    assert key == dict(KEY, canary="a1b2")
+    record = dict(key=key, passed=True, summary="pcie_ipc canary PASSED")
+    assert ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, version="a1b2"))["pcie_ipc_canary"][
+        "state"] == "passed"
+    state = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, version="c3d4"))["pcie_ipc_canary"]
+    assert state["state"] == "due" and "canary script" in state["why"]
 
 
 def test_a_passed_canary_keeps_pcie_ipc_and_a_failed_one_refuses_both_ipc_paths():

@@ -128,7 +128,7 @@ def ansible_env():
 
 def playbook(state, phase, python, extra=None):
     variables = {"e2e_phase": phase, "e2e_python": python, "e2e_gpus": gpu_count(), "e2e_wheelhouse": WHEELHOUSE,
-                 "e2e_model_dir": MODELS, "e2e_hidden": HIDDEN, "e2e_multicast_off": unit_exec.MULTICAST_OFF,
+                 "e2e_model_dir": MODELS, "e2e_multicast_off": unit_exec.MULTICAST_OFF,
                  "ansible_python_interpreter": python}
     variables.update(extra or {})
     command = [python, os.path.join(SITE, "bin", "ansible-playbook")]

@@ -150,11 +150,15 @@ def test_the_canary_proves_the_models_own_hidden_size(host):
     assert json.loads(host["record"].read_text())["key"]["hidden"] == 4096
     # another model on the same venv and GPUs is a shape the verdict never saw
     (host["model"] / "config.json").write_text(json.dumps({"hidden_size": 5120}))
-    assert deploy(host)[0] == 0 and len(calls(host)) == 2 and calls(host)[-1][calls(host)[-1].index("--hidden") + 1] == "5120"
+    assert deploy(host)[0] == 0 and len(calls(host)) == 2 and hidden_of(calls(host)[-1]) == "5120"
     # given explicitly (a model not on the host yet), the setting wins and no model is read
     rc, report = deploy(host, sglang_server_model_path="", fusion_patch_canary_hidden=2048)
     assert rc == 0, failure(report)
-    assert calls(host)[-1][calls(host)[-1].index("--hidden") + 1] == "2048"
+    assert hidden_of(calls(host)[-1]) == "2048"
+
+
+def hidden_of(args):
+    return args[args.index("--hidden") + 1]
 
 
 @pytest.mark.parametrize("config, reason", [(None, "No such file"), ('{"hidden_size": "big"}', "no positive integer"),

@@ -169,7 +169,8 @@ def test_model_config_wants_an_absolute_path(tmp_path):
 
 def test_model_config_reads_a_wrapped_models_hidden_size(tmp_path):
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text('{"architectures": ["KimiK25"], "text_config": {"hidden_size": 7168}}')
+    (tmp_path / "model" / "config.json").write_text('{"architectures": ["KimiK25"], '
+                                                    '"text_config": {"hidden_size": 7168}}')
     result = run_module("sglang_model_config", {"model_path": str(tmp_path / "model")})
     assert not result.get("failed") and result["hidden_size"] == 7168 and not result["changed"], result
     assert result["config"] == str(tmp_path / "model" / "config.json")

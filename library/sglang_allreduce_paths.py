@@ -285,13 +285,14 @@ def run(params):
         "tp_size", "ep_size", "nnodes", "deterministic", "speculative", "speculative_num_draft_tokens",
         "cuda_graph_max_bs", "hidden_size", "autotune_dir", "environment", "pcie_ipc_exclusive",
         "fusion_unavailable", "pcie_ipc_unavailable"))
+    # A model not copied yet leaves the hidden size unknown (the canary then cannot run); a broken config fails.
+    if setup["hidden_size"] is None and params["model_path"] \
+            and os.path.exists(model_config.config_path(params["model_path"])):
+        try:
+            setup["hidden_size"] = model_config.read_hidden_size(params["model_path"])
+        except model_config.ModelConfigError as exc:
+            return None, {"msg": str(exc)}
     try:
-        if setup["hidden_size"] is None and params["model_path"] \
-                and os.path.exists(model_config.config_path(params["model_path"])):
-            try:
-                setup["hidden_size"] = model_config.read_hidden_size(params["model_path"])
-            except model_config.ModelConfigError as exc:
-                return None, {"msg": str(exc)}
         if setup["autotune_dir"] and params["service_user"]:
             setup["autotune_dir_problem"] = ap.writable_problem(setup["autotune_dir"], params["service_user"])
         recorded = _read_record(params["choice_file"]) if params["path"] == "auto" else None

@@ -69,6 +69,20 @@ def test_auto_keeps_fusion_where_fusion_patch_gave_its_flag(venv, tmp_path, mode
     assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 4096)  # hidden size read from the model's config
 
 
+def test_the_fusion_canarys_hidden_size_sizes_pcie_ipc_when_the_model_is_not_here_yet(venv, tmp_path):
+    shapes = dict(fusion_patch_server_args=FUSION_FLAG, sglang_allreduce_model_path=str(tmp_path / "not-copied"),
+                  sglang_allreduce_speculative=True, sglang_allreduce_speculative_num_draft_tokens=4,
+                  sglang_allreduce_cuda_graph_max_bs=8)
+    rc, report = run(venv, tmp_path, fusion_patch_canary_hidden=5120, **shapes)
+    assert rc == 0, failure(report)
+    both = published(report)["sglang_allreduce_result"]["paths"]["fusion+pcie_ipc"]["environment"]
+    assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 5120)
+    rc, report = run(venv, tmp_path, fusion_patch_canary_hidden=5120, sglang_allreduce_hidden_size=7168, **shapes)
+    assert rc == 0, failure(report)
+    both = published(report)["sglang_allreduce_result"]["paths"]["fusion+pcie_ipc"]["environment"]
+    assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 7168)  # its own setting still wins
+
+
 def test_auto_without_fusion_patch_is_nccl_and_says_why(venv, tmp_path):
     rc, report = run(venv, tmp_path, fusion_patch_server_args=[],
                      fusion_patch_canary_report={"summary": "fusion canary FAILED on 2 GPU(s)"})

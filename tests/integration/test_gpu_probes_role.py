@@ -1,0 +1,105 @@
+"""The gpu_probes role on localhost: the all-reduce microbenchmark runs at the server's world size and the model's
+hidden size, once with the deployed NCCL settings and once with NCCL's defaults, and its results reach the
+controller. There is no GPU here: the venv's python is the test's stand-in at that boundary; it records how the role
+called it and answers with a result the real microbenchmark wrote on 2x H200 (h200x2_fusion_probes.json)."""
+import getpass
+import json
+import os
+import sys
+
+import pytest
+
+from tests.helpers.ansible_run import REPO, failure, run_playbook, task_results
+
+PLAYBOOK = "tests/playbooks/role_local.yml"
+CAPTURE = os.path.join(REPO, "tests", "fixtures", "device", "h200x2_fusion_probes.json")
+
+STANDIN = """#!%(python)s
+# Stand-in for the venv's python running the all-reduce microbenchmark under torch.distributed.run (no GPU here):
+# records its call, answers with a real result of that benchmark relabelled as asked.
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+args = sys.argv[1:]
+with open(os.path.join(here, "calls.jsonl"), "a") as handle:
+    handle.write(json.dumps({"args": args, "nccl_env_disable": os.environ.get("SGLANG_NCCL_ENV_DISABLE")}) + "\\n")
+result = json.load(open(%(capture)r))["results"]["bench_defaults"]
+result["label"] = args[args.index("--label") + 1]
+with open(args[args.index("--out") + 1], "w") as handle:
+    json.dump(result, handle)
+"""
+
+
+@pytest.fixture
+def host(tmp_path):
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").write_text(STANDIN % {"python": sys.executable, "capture": CAPTURE})
+    (venv_bin / "python").chmod(0o755)
+    model = tmp_path / "model"  # Kimi-K2.5 keeps its hidden size under text_config
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"text_config": {"hidden_size": 4096}}))
+    return tmp_path
+
+
+def probe(host, **variables):
+    base = {"test_role": "gpu_probes", "gpu_probes_venv": str(host / "venv"), "gpu_probes_user": getpass.getuser(),
+            "gpu_probes_report_dir": str(host / "reports"), "__gpu_probes_bench_bin": str(host / "bench"),
+            "sglang_server_model_path": str(host / "model"),
+            "nvidia_gpu": {"gpu_count": 8, "driver_version": "580.65.06", "gpus": []}}
+    base.update(variables)
+    return run_playbook(PLAYBOOK, base)
+
+
+def calls(host):
+    path = host / "venv" / "bin" / "calls.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def option(call, name):
+    return call["args"][call["args"].index(name) + 1]
+
+
+def test_it_measures_the_models_shapes_at_the_servers_world_size_with_and_without_the_deployed_settings(host):
+    rc, report = probe(host, sglang_server_tp_size=4)
+    assert rc == 0, failure(report)
+    made = calls(host)
+    assert [(option(c, "--label"), c["nccl_env_disable"]) for c in made] == [("deployed", "0"), ("defaults", "1")]
+    assert {option(c, "--nproc-per-node") for c in made} == {"4"}      # the server's TP, not all 8 GPUs
+    assert {option(c, "--hidden") for c in made} == {"4096"}           # the model's own hidden size
+    assert all(c["args"][:3] == ["-m", "torch.distributed.run", "--standalone"] for c in made)
+    assert (host / "bench").read_bytes() == open(os.path.join(REPO, "roles/gpu_probes/files/allreduce_bench.py"),
+                                                 "rb").read()
+    for label in ("deployed", "defaults"):
+        fetched = json.loads((host / "reports" / "localhost" / ("allreduce-%s.json" % label)).read_text())
+        assert fetched["label"] == label and fetched["tool"] == "allreduce_bench"
+    shown = dict(task_results(report))["Show the comparison"]["msg"]
+    assert "2 GPUs" in shown and "1: 13.02 / 13.02" in shown
+
+
+def test_without_a_tp_size_every_gpu_of_the_host_takes_part(host):
+    rc, report = probe(host)
+    assert rc == 0, failure(report)
+    assert {option(c, "--nproc-per-node") for c in calls(host)} == {"8"}
+
+
+def test_a_hidden_size_given_wins_over_the_model_and_the_fusion_canarys_setting_serves_too(host):
+    rc, report = probe(host, fusion_patch_canary_hidden=5120)
+    assert rc == 0, failure(report)
+    assert {option(c, "--hidden") for c in calls(host)} == {"5120"}
+    rc, report = probe(host, fusion_patch_canary_hidden=5120, gpu_probes_hidden=7168)
+    assert rc == 0, failure(report)
+    assert [option(c, "--hidden") for c in calls(host)][2:] == ["7168", "7168"]
+
+
+@pytest.mark.parametrize("variables, reason", [
+    (dict(sglang_server_model_path=""), "gpu_probes_model_path, by default sglang_server_model_path, is not set"),
+    (dict(sglang_server_model_path="/nonexistent/model"), "/nonexistent/model"),
+    (dict(sglang_server_tp_size=1), "no all-reduce on one GPU"),
+    (dict(gpu_probes_tokens="1,x"), "gpu_probes_tokens (1,x)"),
+    (dict(gpu_probes_model_path="relative/model"), "an absolute path"),
+])
+def test_what_it_cannot_measure_is_refused_before_anything_is_installed(host, variables, reason):
+    rc, report = probe(host, **variables)
+    name, msg = failure(report)
+    assert rc != 0 and reason in msg, (name, msg)
+    assert not (host / "bench").exists() and calls(host) == []

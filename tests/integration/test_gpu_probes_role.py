@@ -41,13 +41,13 @@ def host(tmp_path):
     return tmp_path
 
 
-def probe(host, **variables):
+def probe(host, check=False, **variables):
     base = {"test_role": "gpu_probes", "gpu_probes_venv": str(host / "venv"), "gpu_probes_user": getpass.getuser(),
             "gpu_probes_report_dir": str(host / "reports"), "__gpu_probes_bench_bin": str(host / "bench"),
             "sglang_server_model_path": str(host / "model"),
             "nvidia_gpu": {"gpu_count": 8, "driver_version": "580.65.06", "gpus": []}}
     base.update(variables)
-    return run_playbook(PLAYBOOK, base)
+    return run_playbook(PLAYBOOK, base, check=check)
 
 
 def calls(host):
@@ -74,6 +74,16 @@ def test_it_measures_the_models_shapes_at_the_servers_world_size_with_and_withou
         assert fetched["label"] == label and fetched["tool"] == "allreduce_bench"
     shown = dict(task_results(report))["Show the comparison"]["msg"]
     assert "2 GPUs" in shown and "1: 13.02 / 13.02" in shown
+    outs = {os.path.dirname(option(c, "--out")) for c in made}  # one private folder on the host, removed after
+    assert len(outs) == 1 and not os.path.exists(outs.pop())
+
+
+def test_a_dry_run_says_what_it_would_measure_and_neither_installs_nor_runs_anything(host):
+    rc, report = probe(host, check=True, sglang_server_tp_size=4)
+    assert rc == 0, failure(report)
+    said = dict(task_results(report))["Say what the probe would measure (check mode)"]["msg"]
+    assert "on 4 GPUs at [1,2,4,8,16,32,64,128] x 4096 bf16" in said
+    assert calls(host) == [] and not (host / "bench").exists() and not (host / "reports").exists()
 
 
 def test_without_a_tp_size_every_gpu_of_the_host_takes_part(host):

@@ -9,10 +9,13 @@ Usable is what `serial` takes: a count of 1 or more, a percentage "N%" with 1 <=
 
 The hosts of a rolling play, in inventory order:
 
-    hosts: "{{ groups | sglang_rolling_hosts('sglang_server_restart') }}"
+    hosts: "{{ groups | sglang_rolling_hosts('sglang_server_restart', hostvars | default([])) }}"
 
 The groups those plays roll over are made by group_by, which adds hosts as their results arrive (whichever host
-finished first); batches then follow inventory order instead, the same on every run.
+finished first); batches then follow inventory order instead, the same on every run. That order is hostvars' (the
+hosts as the inventory was read), not groups['all']: group_by's groups become children of `all`, and `all` lists
+their hosts, in arrival order, before those of nested groups such as lab -> blackwell. hostvars is undefined only
+before the first play has run (and under --syntax-check), when no group_by has made a group yet: no hosts.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -48,10 +51,10 @@ def sglang_batches_problem(value, name="serial"):
     return "%s: %s" % (name, "; ".join(problems)) if problems else ""
 
 
-def sglang_rolling_hosts(groups, name):
-    """The hosts of group NAME (none when it was not made) in the order of groups['all']."""
+def sglang_rolling_hosts(groups, name, inventory_hosts):
+    """The hosts of group NAME (none when it was not made) in the order of INVENTORY_HOSTS (hostvars)."""
     members = set(groups.get(name) or [])
-    return [host for host in groups.get("all", []) if host in members]
+    return [host for host in inventory_hosts if host in members]
 
 
 class FilterModule(object):

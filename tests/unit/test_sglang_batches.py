@@ -30,7 +30,9 @@ def test_anything_else_is_named(value, words):
 
 
 def test_rolling_plays_take_their_hosts_in_inventory_order():
-    # group_by filled the group as results arrived: gpu3 finished first.
-    groups = {"all": ["gpu1", "gpu2", "gpu3", "other"], "sglang_server_restart": ["gpu3", "gpu1"]}
-    assert sglang_batches.sglang_rolling_hosts(groups, "sglang_server_restart") == ["gpu1", "gpu3"]
-    assert sglang_batches.sglang_rolling_hosts(groups, "sglang_benchmark_failed") == []
+    # group_by filled the group as results arrived: gpu3 finished first, and groups['all'] lists that group's hosts
+    # first (as Ansible does); the inventory order is hostvars'.
+    groups = {"all": ["gpu3", "gpu1", "gpu2", "other"], "sglang_server_restart": ["gpu3", "gpu1"]}
+    inventory = ["gpu1", "gpu2", "gpu3", "other"]
+    assert sglang_batches.sglang_rolling_hosts(groups, "sglang_server_restart", inventory) == ["gpu1", "gpu3"]
+    assert sglang_batches.sglang_rolling_hosts(groups, "sglang_benchmark_failed", inventory) == []

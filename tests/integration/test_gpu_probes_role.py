@@ -113,3 +113,17 @@ def test_what_it_cannot_measure_is_refused_before_anything_is_installed(host, va
     name, msg = failure(report)
     assert rc != 0 and reason in msg, (name, msg)
     assert not (host / "bench").exists() and calls(host) == []
+
+
+# No systemd here: whether the server is active is given the way the role's own read would set it (extra vars win
+# over set_fact); molecule's default scenario checks the read itself against a running unit on a lab host.
+def test_beside_a_running_server_it_measures_only_when_asked_and_says_so(host):
+    rc, report = probe(host, __gpu_probes_serving=True)
+    name, msg = failure(report)
+    assert rc != 0 and "gpu_probes_while_serving: true" in msg and "systemctl stop sglang" in msg, (name, msg)
+    assert not (host / "bench").exists() and calls(host) == []
+    rc, report = probe(host, __gpu_probes_serving=True, gpu_probes_while_serving="true")  # as -e passes it
+    assert rc == 0, failure(report)
+    assert len(calls(host)) == 2
+    shown = dict(task_results(report))["Show the comparison"]["msg"]
+    assert shown.strip().startswith("Measured beside the running sglang (its load included). NCCL ")

@@ -27,7 +27,7 @@ def test_every_rolling_play_takes_its_hosts_in_inventory_order(tmp_path):
     inventory = tmp_path / "hosts.yml"
     inventory.write_text(yaml.safe_dump({"lab": {
         "children": {"blackwell": {"hosts": {name: {} for name in HOSTS}}},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": "auto_silent"}}}))
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}))
     groups = [hosts.split("sglang_rolling_hosts('", 1)[1].split("'", 1)[0] for _name, hosts in plays]
     # One group_by task per host, last host first: each group is filled in the reverse of inventory order.
     fill = [{"name": "Join as %s" % name, "ansible.builtin.group_by": {"key": "{{ item }}"}, "loop": groups,

@@ -192,3 +192,11 @@ def test_a_verdict_from_another_canary_script_is_proven_again(host):
     assert rc == 0, failure(report)
     assert len(calls(host)) == 2 and patched(host)
     assert json.loads(host["record"].read_text())["key"]["canary"] == canary_standin.version()
+
+
+def test_a_tp_group_larger_than_the_hosts_gpus_is_refused_before_the_patch(host):
+    rc, report = deploy(host, sglang_server_tp_size=4)
+    name, msg = failure(report)
+    assert rc != 0 and "(4: fusion_patch_canary_gpus" in msg and "localhost has 2" in msg, (name, msg)
+    assert "fusion_patch_state: absent" in msg
+    assert not patched(host) and calls(host) == []

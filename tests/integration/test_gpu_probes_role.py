@@ -105,6 +105,7 @@ def test_a_hidden_size_given_wins_over_the_model_and_the_fusion_canarys_setting_
     (dict(sglang_server_model_path=""), "gpu_probes_model_path, by default sglang_server_model_path, is not set"),
     (dict(sglang_server_model_path="/nonexistent/model"), "/nonexistent/model"),
     (dict(sglang_server_tp_size=1), "no all-reduce on one GPU"),
+    (dict(sglang_server_tp_size=16), "(16: gpu_probes_gpus, by default sglang_server_tp_size) and localhost has 8"),
     (dict(gpu_probes_tokens="1,x"), "gpu_probes_tokens (1,x)"),
     (dict(gpu_probes_model_path="relative/model"), "an absolute path"),
 ])

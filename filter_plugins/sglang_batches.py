@@ -7,7 +7,7 @@ play changes a host: Ansible itself fails on a bad one only when the play that u
 Usable is what `serial` takes: a count of 1 or more, a percentage "N%" with 1 <= N <= 100, or a list of those
 (growing batches, e.g. [1, "25%"]).
 
-The hosts of a rolling play, in inventory order:
+The hosts of a rolling play (and the nodes of a multi-node server, for their ranks), in inventory order:
 
     hosts: "{{ groups | sglang_rolling_hosts('sglang_server_restart', hostvars | default([])) }}"
 

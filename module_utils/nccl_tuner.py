@@ -42,8 +42,26 @@ def inspect_venv(site):
         if nccl:
             break
     engine = os.path.join(site, so.ENGINE)
-    overrides = so.overrides(af.read_bytes(engine)) if os.path.isfile(engine) else {}
+    try:
+        overrides = so.overrides(af.read_bytes(engine)) if os.path.isfile(engine) else {}
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte in the source
+        raise Refused("NCCL settings refused, nothing written: %s cannot be parsed (%s), so the settings SGLang "
+                      "overrides at start-up are unknown; run the module with the venv's own Python "
+                      "(ansible_python_interpreter) if it is newer than this one" % (engine, exc), {})
     return nccl, overrides, pv.find_distribution(versions, "sglang")
+
+
+def foreign_hooks(site, hook_name):
+    """The hook's two files that exist without this role's header: another package's module or start-up file
+    (hook_name "typing_extensions" would replace, and state=absent delete, typing_extensions.py)."""
+    hook_py, hook_pth = os.path.join(site, hook_name + ".py"), os.path.join(site, hook_name + ".pth")
+    found = [path for path, ours in ((hook_py, lambda data: nd.HEADER.encode("utf-8") in data),
+                                     (hook_pth, lambda data: data == nd.hook_pth(hook_name)))
+             if os.path.isfile(path) and not ours(af.read_bytes(path))]
+    if found:
+        errors = ["%s exists and was not written by this role: hook_name %s names another package's file; choose "
+                  "another name" % (path, hook_name) for path in found]
+        raise Refused("NCCL settings refused, nothing written: " + "; ".join(errors), {"errors": errors})
 
 
 def check_locations(env_file, hook_name):
@@ -126,6 +144,7 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
     if shape:
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(shape), {"errors": shape})
     site = site_packages(venv)
+    foreign_hooks(site, hook_name)
     nccl, overrides, sglang = inspect_venv(site)
     chosen = choose_profile(profile, gpu_facts)
     effective, notes = ns.profile_settings(chosen, gpu_facts)
@@ -166,6 +185,7 @@ def removal(venv, env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env"):
     """Files to remove for state=absent (the ones that exist)."""
     check_locations(env_file, hook_name)
     site = site_packages(venv)
+    foreign_hooks(site, hook_name)
     paths = [os.path.join(site, hook_name + ".pth"), os.path.join(site, hook_name + ".py"), env_file]
     return [path for path in paths if os.path.exists(path)]
 

@@ -506,7 +506,7 @@ def check_argv(flags, argv, allow_abbrev=False, notes=None):
     flag away from ambiguity in the next release; ``allow_abbrev=True`` accepts it as
     argparse does. Deprecated flags used are described in ``notes`` (a list) if given.
     """
-    errors, parsed, seen = [], {}, set()
+    errors, parsed, seen = [], {}, {}
     index = 0
     while index < len(argv):
         token = argv[index]
@@ -530,7 +530,11 @@ def check_argv(flags, argv, allow_abbrev=False, notes=None):
                     index += 1  # its values, if it takes any: not worth a second error each
                 continue
         entry = flags[name]
-        seen.add(entry["dest"])
+        if entry["dest"] in seen:  # argparse keeps the last silently: an extra argument would override the role's
+            errors.append("%s sets %s again (%s set it earlier on the command line); argparse would keep the last "
+                          "without a word: give it once (%s)" % (name, entry["dest"], seen[entry["dest"]],
+                                                                 _where(flags, entry)))
+        seen.setdefault(entry["dest"], name)
         if entry.get("refuses"):
             errors.append("%s: this SGLang stops the launch on it: %s (%s)" % (
                 name, entry["refuses"], _where(flags, entry)))

@@ -13,6 +13,7 @@ Nothing is escaped here: a value that would need escaping is refused, because no
 """
 from __future__ import annotations
 
+import keyword
 import os
 import re
 
@@ -25,10 +26,14 @@ UNIT_SPECIAL = {
     "\\": "a backslash (an escape)",
     "`": "a backquote",
 }
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_UNIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
-_HOST = re.compile(r"^[A-Za-z0-9.:_-]+$")
-_DIGITS = re.compile(r"^[0-9]+$")
+# Matched whole (fullmatch): '$' would also match before a final newline, letting "name\n" through.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_UNIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]*")
+_HOST = re.compile(r"[A-Za-z0-9.:_-]+")
+_DIGITS = re.compile(r"[0-9]+")
+_ENV_NAME = _IDENTIFIER
+# More digits than any port, size or count needs.
+_MAX_DIGITS = 18
 
 
 def _show(value):
@@ -85,8 +90,15 @@ def text(name, value):
 
 
 def comment(name, value):
-    """Text written as a comment line: anything printable; a line break would end the comment early."""
-    return _string(name, value) or _control(name, value)
+    """Text written as a comment line: anything printable; a line break would end the comment early, and a
+    trailing backslash continues it onto the next line for systemd before v254 (which then drops that setting)."""
+    errors = _string(name, value) or _control(name, value)
+    if errors:
+        return errors
+    if value.endswith("\\"):
+        return ["%s ends in a backslash: systemd before v254 would read the next line as part of the comment "
+                "(got %s)" % (name, _show(value))]
+    return []
 
 
 def path(name, value, under=None):
@@ -109,21 +121,23 @@ def path(name, value, under=None):
 
 def identifier(name, value):
     """A Python module name: letters, digits and '_', not starting with a digit (no dots, no paths)."""
-    errors = _string(name, value)
+    errors = _string(name, value) or _control(name, value)
     if errors:
         return errors
-    if not _IDENTIFIER.match(value):
+    if not _IDENTIFIER.fullmatch(value):
         return ["%s must be a Python identifier (letters, digits, '_'; no dots, slashes or spaces) (got %s)"
                 % (name, _show(value))]
+    if keyword.iskeyword(value):
+        return ["%s is a Python keyword, which cannot be imported as a module (got %s)" % (name, _show(value))]
     return []
 
 
 def unit_name(name, value):
     """A unit or service name without suffix: letters, digits, '_', '.', '@', '-'."""
-    errors = _string(name, value)
+    errors = _string(name, value) or _control(name, value)
     if errors:
         return errors
-    if not _UNIT_NAME.match(value):
+    if not _UNIT_NAME.fullmatch(value):
         return ["%s must be a plain unit name (letters, digits, '_', '.', '@', '-') (got %s)" % (name, _show(value))]
     return []
 
@@ -133,7 +147,7 @@ def host(name, value):
     errors = _string(name, value) or _control(name, value)
     if errors:
         return errors
-    if not _HOST.match(value):
+    if not _HOST.fullmatch(value):
         return ["%s must be a host name or an IP address (letters, digits, '.', ':', '-', '_') (got %s)"
                 % (name, _show(value))]
     return []
@@ -143,8 +157,11 @@ def integer(name, value, low=None, high=None):
     """A decimal integer (bool is not one), optionally bounded."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         return ["%s must be an integer (got %s %s)" % (name, type(value).__name__, _show(value))]
-    if isinstance(value, str) and not _DIGITS.match(value):
+    if isinstance(value, str) and not _DIGITS.fullmatch(value):
         return ["%s must be a decimal integer (got %s)" % (name, _show(value))]
+    # Compared before int()/repr(): Python refuses to convert thousands of digits, with its own error.
+    if len(value) > _MAX_DIGITS if isinstance(value, str) else abs(value) >= 10 ** _MAX_DIGITS:
+        return ["%s has more than %d digits" % (name, _MAX_DIGITS)]
     number = int(value)
     if (low is not None and number < low) or (high is not None and number > high):
         return ["%s must be from %s to %s (got %s)"
@@ -168,10 +185,10 @@ def env_value(name, value):
 
 def env_name(name, value):
     """An environment variable name."""
-    errors = _string(name, value)
+    errors = _string(name, value) or _control(name, value)
     if errors:
         return errors
-    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", value):
+    if not _ENV_NAME.fullmatch(value):
         return ["%s is not an environment variable name (letters, digits, '_') (got %s)" % (name, _show(value))]
     return []
 
@@ -197,6 +214,12 @@ def check_all(values):
         spec = values[name]
         if not isinstance(spec, dict) or spec.get("kind") not in CHECKS:
             errors.append("%s: no known check (kind is one of %s)" % (name, ", ".join(sorted(CHECKS))))
+            continue
+        bounds = [spec.get(key) for key in ("low", "high")]
+        if not isinstance(spec.get("under") or "", str) or any(
+                isinstance(bound, bool) or not isinstance(bound, (int, type(None))) for bound in bounds):
+            errors.append("%s: its check's 'under' must be a path and 'low'/'high' integers (got %s)"
+                          % (name, _show({key: spec.get(key) for key in ("under", "low", "high")})))
             continue
         check = CHECKS[spec["kind"]]
         extra = {}

@@ -1,6 +1,7 @@
 """sglang_nccl_settings against hostile and malformed input: a clear refusal, no traceback, nothing written."""
 import os
 import stat
+import sys
 
 import pytest
 
@@ -54,7 +55,8 @@ def refused(venv, tmp_path, **args):
     ({"NCCL_BUFFSIZE": str(1 << 40)}, ["NCCL_BUFFSIZE", "65536 to"]),
     ({"NCCL_BUFFSIZE": "4_194_304"}, ["NCCL_BUFFSIZE"]),
     ({"NCCL_DEBUG": {"value": "WARN", "reason": "x\nLD_PRELOAD=/tmp/evil.so"}}, ["NCCL_DEBUG.reason", "newline"]),
-    ({"NCCL_X\nLD_PRELOAD": "1"}, ["settings name", "not an environment variable name"]),
+    ({"NCCL_X\nLD_PRELOAD": "1"}, ["settings name", "newline"]),
+    ({"NCCL-X": "1"}, ["settings name", "not an environment variable name"]),
 ])
 def test_hostile_settings_are_refused_before_anything_is_written(venv, tmp_path, settings, words):
     msg = refused(venv, tmp_path, settings=settings)
@@ -66,7 +68,7 @@ def test_hostile_settings_are_refused_before_anything_is_written(venv, tmp_path,
 @pytest.mark.parametrize("hook_name", ["../../../../tmp/evil", "os;import x", "a.b", "x\nimport os", ""])
 def test_hook_name_must_be_an_identifier(venv, tmp_path, hook_name):
     msg = refused(venv, tmp_path, hook_name=hook_name)
-    assert "hook_name" in msg and ("identifier" in msg or "empty" in msg), msg
+    assert "hook_name" in msg and ("identifier" in msg or "empty" in msg or "newline" in msg), msg
 
 
 @pytest.mark.parametrize("env_file,words", [
@@ -124,3 +126,35 @@ def test_modes_are_enforced_on_every_run(venv, tmp_path):
     for path in (hook_py, hook_pth, env_file):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
     assert run_module("sglang_nccl_settings", args)["changed"] is False
+
+
+def test_hook_name_that_is_a_python_keyword(venv, tmp_path):
+    msg = refused(venv, tmp_path, hook_name="import")  # its .pth line "import import" would be a syntax error
+    assert "hook_name" in msg and "keyword" in msg, msg
+
+
+@pytest.mark.parametrize("state", ["present", "absent"])
+def test_hook_name_of_another_packages_module_is_neither_replaced_nor_removed(venv, tmp_path, state):
+    other = os.path.join(wheels.site_packages(venv), "someone_elses_module.py")
+    with open(other, "w") as handle:
+        handle.write("VALUE = 1\n")
+    try:
+        msg = refused(venv, tmp_path, hook_name="someone_elses_module", state=state)
+        assert other + " exists and was not written by this role" in msg, msg
+        with open(other) as handle:
+            assert handle.read() == "VALUE = 1\n"
+    finally:
+        os.remove(other)
+
+
+def test_an_engine_source_this_python_cannot_parse(tmp_path):
+    # SGLang's start-up overrides are read from its source; source this Python cannot parse (a newer Python's
+    # syntax, here plainly broken so that any Python refuses it) is refused with a message, not a traceback.
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    engine = site / "sglang" / "srt" / "entrypoints" / "engine.py"
+    engine.parent.mkdir(parents=True)
+    engine.write_text("def broken(:\n")
+    (tmp_path / "venv" / "bin").mkdir()
+    os.symlink(sys.executable, str(tmp_path / "venv" / "bin" / "python"))
+    msg = refused(str(tmp_path / "venv"), tmp_path)
+    assert "engine.py cannot be parsed" in msg and "ansible_python_interpreter" in msg, msg

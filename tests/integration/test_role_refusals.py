@@ -70,11 +70,37 @@ def test_sglang_server_refuses_unit_injection(tmp_path, name, value, rule):
 
 
 @pytest.mark.parametrize("name,value,rule", [
+    ("sglang_server_service", "sglang\n", "newline"),  # '$' matches before a final newline: checked whole
+    ("sglang_server_port", "9" * 5000, "more than 18 digits"),  # Python's own int() would refuse it first
+])
+def test_sglang_server_refuses_what_a_pattern_end_or_int_would_let_through(tmp_path, name, value, rule):
+    task, msg = refused(tmp_path, "sglang_server", server_vars(tmp_path, **{name: value}))
+    assert name in msg and rule in msg, (task, msg)
+
+
+@pytest.mark.parametrize("extra,flag,instead", [
+    (["--host", "0.0.0.0"], "--host", "sglang_server_host"),
+    (["--api-key=s3cr3t-value"], "--api-key", "sglang_server_api_key_file"),
+    (["--admin-api-key", "s3cr3t-value"], "--admin-api-key", "in the arguments it would be readable in ps"),
+    (["--config", "/tmp/evil.yaml"], "--config", "options file carries the API key"),
+    (["--enable-flashinfer-allreduce-fusion"], "--enable-flashinfer-allreduce-fusion", "sglang_allreduce_path"),
+    (["--tensor-parallel-size", "8"], "--tensor-parallel-size", "sglang_server_tp_size"),
+])
+def test_sglang_server_refuses_extra_arguments_it_sets_itself(tmp_path, extra, flag, instead):
+    task, msg = refused(tmp_path, "sglang_server", server_vars(tmp_path, sglang_server_extra_args=["--enable-metrics"]
+                                                                + extra))
+    assert task == "Refuse extra arguments that set what the role sets"
+    assert "%s: set " % flag in msg and instead in msg, msg
+    assert "s3cr3t-value" not in msg
+
+
+@pytest.mark.parametrize("name,value,rule", [
     ("nccl_tuning_hook_name", "../../../tmp/evil", "identifier"),
     ("nccl_tuning_env_file", "nccl.env", "absolute"),
     ("nccl_tuning_env_file", "/etc/sglang/../../tmp/nccl.env", "normalized"),
     ("nccl_tuning_venv", "/opt/sglang/current\n", "newline"),
-    ("nccl_tuning_settings", {"NCCL_X\nLD_PRELOAD": "1"}, "environment variable name"),
+    ("nccl_tuning_settings", {"NCCL_X\nLD_PRELOAD": "1"}, "newline"),
+    ("nccl_tuning_settings", {"NCCL-X": "1"}, "environment variable name"),
 ])
 def test_nccl_tuning_refuses_locations_and_names(tmp_path, name, value, rule):
     variables = {"nccl_tuning_venv": str(tmp_path / "venv"), "nccl_tuning_env_file": str(tmp_path / "nccl.env")}

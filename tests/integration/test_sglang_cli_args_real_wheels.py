@@ -171,6 +171,15 @@ def test_mistakes_fail_with_the_reason(release, flags_of):
     assert errors[2].endswith("(sglang %s, %s)" % (release, flags[bad_choice[0]]["source"]))
 
 
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_extra_argument_cannot_override_the_roles_own(release, flags_of):
+    # The role's arguments come first; an extra --host/--tensor-parallel-size would win in argparse unseen.
+    flags = flags_of(release)
+    for again in (["--host", "0.0.0.0"], ["--port=22"], ["--model", "/other"]):
+        errors, _ = cli.check_argv(flags, kimi_argv(flags) + again)
+        assert len(errors) == 1 and " again (" in errors[0], (again, errors)
+
+
 @pytest.mark.parametrize("release, flag, refuses", [
     ("0.5.4", "--enable-ep-moe", True),  # DeprecatedAction raised ValueError(help) up to 0.5.7
     ("0.5.9", "--prefill-round-robin-balance", False),  # from 0.5.9 it warns

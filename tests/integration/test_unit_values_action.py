@@ -59,3 +59,11 @@ def test_the_module_on_a_host_says_the_same():
     assert "invocation" not in run(GOOD, "localhost", "local")
     plugin, module = run(BAD, "localhost", "local"), run(BAD, "localhost", "local", env=remote)
     assert module["failed"] and module["msg"] == plugin["msg"] and module["errors"] == plugin["errors"]
+
+
+def test_a_number_of_thousands_of_digits_is_refused_with_its_own_message():
+    # Python refuses to convert it (over 4300 digits) with an error of its own; the check refuses it first.
+    huge = {"context": "sglang_server", "values": {
+        "sglang_server_port": {"value": "9" * 5000, "kind": "integer", "low": 1, "high": 65535}}}
+    result = run(huge, "no-such-host.invalid", "ssh")
+    assert result["failed"] and result["errors"] == ["sglang_server_port has more than 18 digits"], result

@@ -441,3 +441,14 @@ def test_plain_dict_flags_are_enough():
     errors, _ = cli.check_argv(flags, ["--prot", "1"])
     assert errors == ["unknown flag --prot: did you mean --port? (sglang (version unknown), looked up in "
                       "its argument definitions)"]
+
+
+def test_an_option_given_twice_is_refused_under_any_of_its_names(namespace_style):
+    # argparse keeps the last value silently: an extra argument would override what the role set before it.
+    flags = cli.known_flags(namespace_style)
+    errors, parsed = cli.check_argv(flags, ["--model-path", "m", "--tp-size", "2", "--model", "other",
+                                            "--tp-size=8"])
+    assert len(errors) == 2, errors
+    assert errors[0].startswith("--model sets model_path again (--model-path set it earlier on the command line)")
+    assert errors[1].startswith("--tp-size sets tp_size again (--tp-size set it earlier")
+    assert "argparse would keep the last" in errors[1]

@@ -129,3 +129,41 @@ def test_check_all_names_every_refused_value_and_list_item():
 
 def test_check_all_refuses_a_list_that_is_not_one():
     assert "must be a list" in uv.check_all({"a": {"value": "x", "kind": "word", "items": True}})[0]
+
+
+# Python's '$' also matches before a final newline: each pattern is matched whole.
+@pytest.mark.parametrize("check,value", [
+    (uv.unit_name, "sglang\n"),
+    (uv.identifier, "sglang_nccl_env\n"),
+    (uv.env_name, "NCCL_ALGO\n"),
+    (uv.host, "127.0.0.1\n"),
+    (uv.integer, "30000\n"),
+])
+def test_a_trailing_newline_is_refused(check, value):
+    errors = check("v", value)
+    assert errors and errors[0].startswith("v ")
+    assert check("v", value.rstrip("\n")) == []
+
+
+def test_identifier_refuses_a_python_keyword():
+    assert "keyword" in uv.identifier("hook", "import")[0]
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, 10 ** 5000, -(10 ** 19)], ids=["digits", "int", "negative"])
+def test_integer_refuses_more_digits_than_any_setting_needs_with_its_own_message(value):
+    assert uv.integer("sglang_server_port", value) == ["sglang_server_port has more than 18 digits"]
+
+
+def test_comment_refuses_a_trailing_backslash_that_would_swallow_the_next_line():
+    assert "backslash" in uv.comment("reason", "measured on C:\\")[0]
+    assert uv.comment("reason", "a \\ in the middle is fine") == []
+
+
+@pytest.mark.parametrize("spec", [
+    {"kind": "path", "value": "/etc/sglang/x", "under": 5},
+    {"kind": "integer", "value": "3", "low": "1"},
+    {"kind": "integer", "value": "3", "high": True},
+])
+def test_check_all_refuses_a_malformed_check_by_name(spec):
+    errors = uv.check_all({"v": spec})
+    assert len(errors) == 1 and errors[0].startswith("v: its check's")

@@ -1,4 +1,5 @@
 """The filter every journal excerpt the sglang_server role prints goes through: the API key never comes out."""
+import json
 import os
 from tests.helpers.script_module import load_file
 
@@ -39,3 +40,13 @@ def test_lines_without_a_key_are_unchanged():
 def test_key_file_read(tmp_path):
     (tmp_path / "k").write_text(KEY + "\n")
     assert journal_excerpt.read_keys([str(tmp_path / "k"), str(tmp_path / "missing")]) == [KEY]
+
+
+def test_a_key_holding_both_quotes_is_taken_out_as_repr_and_json_escape_it():
+    key = "abc'def\"ghi\\jk"
+    for line in ["server_args={'api_key': %r, 'port': 30000}" % key,
+                 '{"api_key": %s, "port": 30000}' % json.dumps(key),
+                 "ServerArgs(api_key=%r, port=30000)" % key]:
+        for keys in ([key], []):  # with the key file, and by the field's shape alone
+            out = journal_excerpt.redact(line, keys)
+            assert "def" not in out and "ghi" not in out and "<redacted>" in out and "30000" in out, (keys, out)

@@ -6,15 +6,19 @@ fusion proof, a failed start). Everything the role shows from the journal goes t
 read from its file, and any api_key / admin_api_key / --api-key value are replaced by <redacted>.
 """
 import argparse
+import json
 import re
 import subprocess
 import sys
 
 REDACTED = "<redacted>"
 # server_args as a Python dict repr or JSON, and command lines.
+# A quoted value may hold its own quote escaped (repr and JSON escape it): a backslash and the next character
+# are taken whole.
+_QUOTED = r"'(?:[^'\\]|\\.)*'" + "|" + r'"(?:[^"\\]|\\.)*"'
 PATTERNS = [
-    re.compile(r"""((?:'|")(?:admin_)?api_key(?:'|")\s*[:=]\s*)('[^']*'|"[^"]*")"""),
-    re.compile(r"""((?:admin_)?api_key=)('[^']*'|"[^"]*"|[^,\s)]+)"""),
+    re.compile(r"""((?:'|")(?:admin_)?api_key(?:'|")\s*[:=]\s*)(""" + _QUOTED + ")"),
+    re.compile(r"""((?:admin_)?api_key=)(""" + _QUOTED + r"""|[^,\s)]+)"""),
     re.compile(r"""(--(?:admin-)?api-key[=\s]+)(\S+)"""),
 ]
 
@@ -25,10 +29,15 @@ def _keep_quotes(match):
     return match.group(1) + quote + REDACTED + quote
 
 
+def _spellings(key):
+    """The key as written, and as a Python repr and JSON write it inside quotes (a quote or backslash escaped)."""
+    return sorted({key, repr(key)[1:-1], json.dumps(key)[1:-1]}, key=len, reverse=True)
+
+
 def redact(text, keys):
     for key in keys:
-        if key:
-            text = text.replace(key, REDACTED)
+        for spelling in _spellings(key) if key else ():
+            text = text.replace(spelling, REDACTED)
     for pattern in PATTERNS:
         text = pattern.sub(_keep_quotes, text)
     return text

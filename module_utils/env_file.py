@@ -21,7 +21,7 @@ class EnvFileError(Exception):
 
 def problems(content):
     """One message per line that systemd would read differently from what it says."""
-    found = []
+    found, first = [], {}
     for number, line in enumerate(content.split("\n"), 1):
         if line.strip() == "":
             continue
@@ -34,13 +34,18 @@ def problems(content):
             continue
         label = "line %d (%s)" % (number, name[:40])
         found.extend(unit_values.env_name(label, name) or unit_values.env_value(label, value))
+        if name in first:  # systemd keeps the last one: the earlier line would say what does not hold
+            found.append("%s sets %s again (line %d set it first); systemd would keep the last" % (
+                label, name, first[name]))
+        first.setdefault(name, number)
     return found
 
 
 def plan(dest, content, owner, group, mode):
     """{'content': bool, 'attributes': bool, 'before': text or None} for what differs; raises EnvFileError."""
-    if not dest.startswith("/") or os.path.normpath(dest) != dest:
-        raise EnvFileError("dest must be an absolute, normalized path (got %r)" % (dest,))
+    where = unit_values.path("dest", dest)  # also refuses a NUL byte or newline, which open() would not take
+    if where:
+        raise EnvFileError("; ".join(where))
     errors = problems(content)
     if errors:
         raise EnvFileError("%s refused, nothing written: %s" % (dest, "; ".join(errors)))

@@ -134,3 +134,14 @@ def test_sglang_install_refuses_environment_injection(tmp_path, name, value, rul
     task, msg = refused(tmp_path, "sglang_install", {name: value, "sglang_layout_root": str(tmp_path / "opt")})
     assert task == "Refuse values the runtime environment file would read differently"
     assert rule in msg, msg
+
+
+@pytest.mark.parametrize("environment,taken", [
+    ({"HF_HUB_OFFLINE": "0"}, "HF_HUB_OFFLINE"),
+    ({"PATH": "/usr/bin", "HOME": "/root", "NCCL_NVLS_ENABLE": "0"}, "PATH, HOME"),
+])
+def test_sglang_install_refuses_variables_it_sets_itself(tmp_path, environment, taken):
+    task, msg = refused(tmp_path, "sglang_install", {"sglang_install_environment": environment,
+                                                      "sglang_layout_root": str(tmp_path / "opt")})
+    assert task == "Refuse environment variables the role sets itself"
+    assert "sets %s, which the role writes itself" % taken in msg, msg

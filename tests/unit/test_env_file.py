@@ -26,6 +26,7 @@ def test_comments_blank_lines_and_plain_assignments_pass():
     ("2BAD=1", "not an environment variable name"),
     ("just words", "neither a comment nor NAME=VALUE"),
     ("# comment with a \x1b escape", "control character"),
+    ("A=2", "sets A again (line 1 set it first); systemd would keep the last"),
 ])
 def test_lines_systemd_would_read_differently_are_named(line, needle):
     found = ef.problems("A=1\n" + line + "\n")
@@ -54,6 +55,9 @@ def test_refusals_write_nothing(tmp_path):
         ef.plan(dest, "A=$B\n", ME, MY_GROUP, "0644")
     with pytest.raises(ef.EnvFileError, match="absolute"):
         ef.plan("etc/x.env", "A=1\n", ME, MY_GROUP, "0644")
+    for where, rule in ((dest + "\x00", "NUL byte"), (dest + "\nB=1", "newline")):
+        with pytest.raises(ef.EnvFileError, match=rule):
+            ef.plan(where, "A=1\n", ME, MY_GROUP, "0644")
     with pytest.raises(ef.EnvFileError, match="octal"):
         ef.plan(dest, "A=1\n", ME, MY_GROUP, "rw-r--r--")
     os.mkdir(dest)

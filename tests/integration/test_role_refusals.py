@@ -145,3 +145,13 @@ def test_sglang_install_refuses_variables_it_sets_itself(tmp_path, environment, 
                                                       "sglang_layout_root": str(tmp_path / "opt")})
     assert task == "Refuse environment variables the role sets itself"
     assert "sets %s, which the role writes itself" % taken in msg, msg
+
+
+@pytest.mark.parametrize("name,value", [
+    ("sglang_install_pip_index_url", "https://ci:tok3n@pypi.example/simple/\ntrusted-host = evil.example"),
+    ("sglang_install_pip_extra_index_urls", ["https://a.example/simple", "https://b.example/ simple"]),
+])
+def test_sglang_install_refuses_index_urls_that_would_add_pip_settings(tmp_path, name, value):
+    task, msg = refused(tmp_path, "sglang_install", {name: value, "sglang_layout_root": str(tmp_path / "opt")})
+    assert task == "Refuse index URLs that are not one word"
+    assert "tok3n" not in msg, msg

@@ -126,3 +126,30 @@ def test_a_plain_offline_install_from_the_wheelhouse(tmp_path):
     pip = result_of(report, "Install exactly the pinned packages (--no-deps)")
     assert "--no-index" in pip["cmd"] and any(arg.startswith("--find-links=") for arg in pip["cmd"])
     assert result_of(report, "Prove the venv imports the base's torch at the intended version").get("skipped")
+
+
+def test_an_index_url_with_a_token_reaches_pip_but_no_command_line_or_output(tmp_path):
+    # A private index's URL often carries a token: pip gets it from a root-only config file, removed afterwards,
+    # never from its arguments (readable by every local user in ps, printed when a task fails).
+    index = tmp_path / "index" / "simple" / "sglang-install-probe"
+    index.mkdir(parents=True)
+    make_wheel(str(index))
+    server = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
+                               "--directory", str(tmp_path / "index")], stdout=subprocess.PIPE, text=True)
+    try:
+        port = server.stdout.readline().split(" port ")[1].split()[0]
+        token = "tok3n-Xq81ZdfePw02"
+        rc, report = install(tmp_path, ["sglang-install-probe==1.0"], sglang_install_python=sys.executable,
+                             sglang_install_wheelhouse="",
+                             sglang_install_pip_index_url="http://ci:%s@127.0.0.1:%s/simple/" % (token, port))
+    finally:
+        server.terminate()
+        server.wait()
+    assert rc == 0, (failure(report), result_of(report, "Install exactly the pinned packages (--no-deps)")["stderr"])
+    assert token not in json.dumps(report)
+    pip = result_of(report, "Install exactly the pinned packages (--no-deps)")
+    assert not any("--index-url" in arg for arg in pip["cmd"])
+    conf = result_of(report, "Make a private file for pip's index URLs")["path"]
+    assert not os.path.exists(conf)  # removed after the install
+    venv = next((tmp_path / "opt" / "venvs").iterdir())
+    assert (venv / ".sglang-install-complete").exists()

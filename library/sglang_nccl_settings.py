@@ -57,6 +57,13 @@ options:
     description: Module name of the start-up hook in the venv's site-packages (a Python identifier).
     type: str
     default: sglang_nccl_env
+  server_environment:
+    description:
+      - The server's other environment (its runtime environment file). Its C(NCCL_*) variables reach the same
+        processes, so they are validated with the settings here, and one set here to another value is refused;
+        nothing of it is written by this module.
+    type: dict
+    default: {}
 notes:
   - Supports check mode and diff mode.
   - Every name, value and reason is checked by module_utils/unit_values.py before anything is written (a newline,
@@ -119,6 +126,7 @@ def main():
             release_policy=dict(type="str", choices=["warn", "fail"], default="warn"),
             env_file=dict(type="path", default="/etc/sglang/nccl.env"),
             hook_name=dict(type="str", default="sglang_nccl_env"),
+            server_environment=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -133,7 +141,8 @@ def main():
                     os.unlink(path)
             module.exit_json(changed=bool(paths), removed=paths, venv_exists=True)
         result, changes = nccl_tuner.plan(p["venv"], p["profile"], p["gpu_facts"], p["settings"],
-                                          p["release_policy"], p["env_file"], p["hook_name"])
+                                          p["release_policy"], p["env_file"], p["hook_name"],
+                                          p["server_environment"])
     except nccl_tuner.Refused as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     except (OSError, UnicodeDecodeError) as exc:

@@ -135,12 +135,29 @@ def choose_profile(profile, gpu_facts):
     return "nvlink" if gpu_facts.get("nvlink") else "pcie"
 
 
+def server_nccl(server_environment, effective):
+    """The NCCL_* variables the server gets from its other environment (runtime.env: sglang_install_environment),
+    and a message for each that this role also sets to another value (the unit's later file would win unseen)."""
+    found = {name: str(value) for name, value in (server_environment or {}).items()
+             if isinstance(name, str) and name.startswith("NCCL_")}
+    conflicts = ["%s is %s in the server's runtime environment (sglang_install_environment) and %s here: set it in "
+                 "one place" % (name, found[name], effective[name]["value"])
+                 for name in sorted(found) if name in effective and str(effective[name]["value"]) != found[name]]
+    return found, conflicts
+
+
 def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="warn",
-         env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env"):
-    """Validate; returns (result, [(path, old or None, new)]) or raises Refused."""
+         env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env", server_environment=None):
+    """Validate; returns (result, [(path, old or None, new)]) or raises Refused.
+
+    ``server_environment``: the server's other environment; its NCCL_* variables reach the same processes, so
+    they are validated with this role's settings (not written here)."""
     check_locations(env_file, hook_name)
     gpu_facts = {} if gpu_facts is None else gpu_facts
-    shape = check_gpu_facts(gpu_facts) + check_settings(settings or {})
+    if not isinstance(server_environment or {}, dict):
+        raise Refused("NCCL settings refused, nothing written: server_environment must be a mapping", {})
+    shape = check_gpu_facts(gpu_facts) + check_settings(settings or {}) + check_settings(
+        {name: value for name, value in (server_environment or {}).items() if str(name).startswith("NCCL_")})
     if shape:
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(shape), {"errors": shape})
     site = site_packages(venv)
@@ -151,7 +168,13 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
     effective.update(ns.normalize(settings))
     ctx = ns.Context(nccl_version=nccl, nvlink=bool(gpu_facts.get("nvlink")),
                      gpu_count=gpu_facts.get("gpu_count"), sglang_overrides=overrides)
-    errors, warnings = ns.validate({k: v["value"] for k, v in effective.items()}, ctx)
+    inherited, conflicts = server_nccl(server_environment, effective)
+    values = dict(inherited, **{k: v["value"] for k, v in effective.items()})
+    errors, warnings = ns.validate(values, ctx)
+    errors = conflicts + errors
+    if errors and set(inherited) - set(effective):
+        errors.append("checked with them: %s from the server's runtime environment (sglang_install_environment)"
+                      % ", ".join(sorted(set(inherited) - set(effective))))
     release = ns.release_problems(ctx)
     if release_policy == "fail":
         errors += release

@@ -158,3 +158,23 @@ def test_an_engine_source_this_python_cannot_parse(tmp_path):
     os.symlink(sys.executable, str(tmp_path / "venv" / "bin" / "python"))
     msg = refused(str(tmp_path / "venv"), tmp_path)
     assert "engine.py cannot be parsed" in msg and "ansible_python_interpreter" in msg, msg
+
+
+def test_nccl_variables_of_the_servers_runtime_environment_are_checked_too(venv, tmp_path):
+    # They reach the same processes (runtime.env comes first in the unit): LL128 without NVLink is refused as the
+    # role's own setting would be, and a name set both places to other values is refused by name.
+    msg = refused(venv, tmp_path, server_environment={"NCCL_PROTO": "LL128", "HF_HUB_OFFLINE": "1"})
+    assert "NCCL_PROTO" in msg and "checked with them: NCCL_PROTO from the server's runtime environment" in msg, msg
+    msg = refused(venv, tmp_path, settings={"NCCL_DEBUG": "WARN"}, server_environment={"NCCL_DEBUG": "INFO"})
+    assert "NCCL_DEBUG is INFO in the server's runtime environment (sglang_install_environment) and WARN here" in msg
+    msg = refused(venv, tmp_path, server_environment={"NCCL_DEBUG": "INFO\nLD_PRELOAD=/tmp/x.so"})
+    assert "NCCL_DEBUG" in msg and "newline" in msg, msg
+
+
+def test_the_same_value_in_both_places_is_accepted_and_not_written_twice(venv, tmp_path):
+    etc = tmp_path / "etc"
+    result = run_module("sglang_nccl_settings", {
+        "venv": venv, "env_file": str(etc / "nccl.env"), "gpu_facts": FACTS, "settings": {"NCCL_NVLS_ENABLE": "0"},
+        "server_environment": {"NCCL_NVLS_ENABLE": "0", "HOME": "/var/lib/sglang"}}, check=True)
+    assert not result.get("failed"), result
+    assert set(result["settings"]) >= {"NCCL_NVLS_ENABLE"} and "HOME" not in result["settings"]

@@ -136,10 +136,12 @@ def main():
     try:
         if p["state"] == "absent":
             paths = nccl_tuner.removal(p["venv"], p["env_file"], p["hook_name"])
+            diff = nccl_tuner.diff_entries([(path, atomic_files.read_bytes(path), b"") for path in paths])
             if paths and not module.check_mode:
                 for path in paths:
                     os.unlink(path)
-            module.exit_json(changed=bool(paths), removed=paths, venv_exists=True)
+            module.exit_json(changed=bool(paths), removed=paths, venv_exists=True,
+                             **({"diff": diff} if module._diff else {}))
         result, changes = nccl_tuner.plan(p["venv"], p["profile"], p["gpu_facts"], p["settings"],
                                           p["release_policy"], p["env_file"], p["hook_name"],
                                           p["server_environment"])

@@ -62,6 +62,10 @@ def test_deliver_verify_rerun_and_remove(venv, args):
                                                                                    "reason": "see init problems"}}))
     assert not again["changed"]
 
+    dry = run_module("sglang_nccl_settings", dict(args, state="absent"), check=True, diff=True)
+    assert dry["changed"] and os.path.exists(args["env_file"])  # a dry removal removes nothing, and shows it:
+    assert {d["before_header"] for d in dry["diff"]} == set(dry["removed"])
+    assert all(d["after"] == "" for d in dry["diff"]) and "NCCL_DEBUG=WARN" in "".join(d["before"] for d in dry["diff"])
     removed = run_module("sglang_nccl_settings", dict(args, state="absent"))
     assert removed["changed"] and len(removed["removed"]) == 3
     assert seen_by_venv(venv) == {}

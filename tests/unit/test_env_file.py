@@ -79,6 +79,9 @@ def test_the_module_check_diff_and_write(tmp_path):
     assert dry["diff"]["before"].endswith("=0\n") and dry["diff"]["after"].endswith("=1\n")
     assert run_module("sglang_env_file", args)["changed"] and dest.read_text().endswith("=1\n")
     assert run_module("sglang_env_file", args)["changed"] is False
+    os.chmod(str(dest), 0o666)  # a mode-only change is shown too, not a changed result without a diff
+    dry = run_module("sglang_env_file", args, check=True, diff=True)
+    assert dry["changed"] and not dry["content_changed"] and "mode 0644" in dry["diff"]["after"]
 
 
 def test_the_module_names_the_refused_line(tmp_path):

@@ -333,10 +333,13 @@ def revert(venv_path, check_mode=False, site_packages=None):
     problems = [p for p in problems if p]
     if problems:
         raise PatchRefused("cannot restore: %s; nothing written" % "; ".join(problems), result)
-    result["changed"] = bool(restores)
+    # A record of files that hold their original bytes again is rewritten too: it is part of what the server
+    # runs (the fingerprint reads it), so that is a change.
+    result["changed"] = bool(restores or dropped)
     if check_mode or not restores and not dropped:
         verb = "would restore" if check_mode else "restored"
         result["msg"] = "%s %d file(s)" % (verb, len(restores)) if restores else \
+            "would clean the state record (the files hold their original bytes)" if dropped else \
             "nothing of this module's to restore"
         return result
     af.replace_all([(venv.path(rel), current, original) for rel, current, original in restores])

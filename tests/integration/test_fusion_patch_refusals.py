@@ -145,6 +145,20 @@ def test_reinstall_over_patched_file_is_repatched(venv):
     assert not run_module("sglang_fusion_patch", {"venv": venv})["changed"]
 
 
+def test_absent_after_a_reinstall_cleans_the_record_and_says_it_changed(venv):
+    # The files hold their original bytes again; the patch record still names them and is rewritten, which the
+    # server's fingerprint sees: changed, in a dry run too, and the next run has nothing left to do.
+    assert run_module("sglang_fusion_patch", {"venv": venv})["changed"]
+    wheels.pip_install(venv, "--force-reinstall", wheels.wheel("sglang", RELEASE))
+    before = hashes(venv)
+    dry = run_module("sglang_fusion_patch", {"venv": venv, "state": "absent"}, check=True)
+    assert dry["changed"] and "would clean the state record" in dry["msg"], dry
+    result = run_module("sglang_fusion_patch", {"venv": venv, "state": "absent"})
+    assert result["changed"] and "state record cleaned" in result["msg"], result
+    assert hashes(venv) == before
+    assert not run_module("sglang_fusion_patch", {"venv": venv, "state": "absent"})["changed"]
+
+
 def test_failure_between_two_file_writes_leaves_every_file_as_it_was(venv, monkeypatch):
     before = hashes(venv)
     real_replace = os.replace

@@ -30,6 +30,12 @@ options:
     description: How many of the most recently installed complete venvs to keep (the active one counts among them).
     type: int
     default: 3
+  active:
+    description:
+      - The venv this run makes active (sglang_install_active_venv). In a dry run before the install it may not
+        exist yet and C(current) may still point at the old one; it counts as active and newest, so the dry run
+        says what the real run removes. A real run where C(current) points elsewhere all the same keeps both.
+    type: path
 notes:
   - Supports check mode (reports what would go) and diff mode (the venv names before and after).
   - Run it after the server restarted on the new venv, never before it (a running server may still import from the
@@ -51,13 +57,16 @@ leftovers: {description: Folders of interrupted removals deleted (would be)., re
 stale_holds: {description: Hold files whose saved state no longer names their venv (ignored)., returned: always, type: list, elements: str}
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import venv_prune
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(root=dict(type="path", required=True), keep=dict(type="int", default=3)),
+        argument_spec=dict(root=dict(type="path", required=True), keep=dict(type="int", default=3),
+                           active=dict(type="path")),
         supports_check_mode=True,
     )
     root, keep = module.params["root"], module.params["keep"]
@@ -70,15 +79,18 @@ def main():
         found = venv_prune.scan(root)
     except OSError as exc:
         module.fail_json(msg="cannot read the venvs under %s: %s; nothing was removed" % (root, exc), changed=False)
+    found = venv_prune.with_active(found, module.params["active"], dry_run=module.check_mode)
     kept, remove = venv_prune.plan(found, keep)
     paths = {venv["name"]: venv["path"] for venv in found["venvs"]}
+    existing = sorted(venv["name"] for venv in found["venvs"] if not venv.get("not_yet"))
     result = {"removed": [paths[name] for name in remove], "kept": kept, "leftovers": found["leftovers"],
               "freed_bytes": sum(venv_prune.disk_bytes(path) for path in [paths[n] for n in remove]
                                  + found["leftovers"]),
               "stale_holds": [path for venv in found["venvs"] for path in venv["stale"]]}
     result["changed"] = bool(remove or found["leftovers"])
     if module._diff:
-        result["diff"] = {"before": "".join("%s\n" % name for name in sorted(paths)),
+        leftovers = sorted(os.path.basename(path) for path in found["leftovers"])
+        result["diff"] = {"before": "".join("%s\n" % name for name in existing + leftovers),
                           "after": "".join("%s\n" % name for name in sorted(kept)),
                           "before_header": root + "/venvs", "after_header": root + "/venvs"}
     if not module.check_mode:

@@ -88,6 +88,21 @@ def scan(root):
     return found
 
 
+def with_active(found, active, dry_run=False):
+    """``found`` as it will be once ``active`` (the venv this run's lock installs, which current then points at) is
+    in place: a dry run before the install sees neither the venv nor the switch, and plans as after it. A real run
+    has switched already; where current points elsewhere all the same, that venv stays too (a server may run it)."""
+    if not active or os.path.realpath(active) == found["current"]:
+        return found
+    found = dict(found, venvs=list(found["venvs"]), pending=os.path.realpath(active))
+    if dry_run:
+        found["current"], found["pending"] = found["pending"], None
+    if not any(os.path.realpath(venv["path"]) == found["pending"] for venv in found["venvs"]):
+        found["venvs"].append({"name": os.path.basename(active.rstrip("/")), "path": active, "holds": [],
+                               "stale": [], "installed": float("inf"), "not_yet": True})
+    return found
+
+
 def plan(found, keep):
     """(kept: {name: reason}, remove: [names]) for a scan() result; keep >= 1."""
     if keep < 1:
@@ -100,6 +115,8 @@ def plan(found, keep):
     for venv in found["venvs"]:
         if os.path.realpath(venv["path"]) == found["current"]:
             kept[venv["name"]] = "active (current points at it)"
+        elif os.path.realpath(venv["path"]) == found.get("pending"):
+            kept[venv["name"]] = "active after this deploy (current will point at it)"
         elif venv["holds"]:
             kept[venv["name"]] = "held by the saved state " + ", ".join(venv["holds"])
         elif venv["installed"] is None:

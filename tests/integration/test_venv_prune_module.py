@@ -28,6 +28,21 @@ def test_check_mode_reports_and_removes_nothing(tmp_path):
     assert venvs(root) == ["lock-a", "lock-b", "lock-c", "lock-d"]
 
 
+def test_a_dry_run_before_a_new_lock_says_what_the_real_run_removes(tmp_path):
+    # This run installs lock-e and points current at it; the dry run sees neither, and is told the venv.
+    root = lab(tmp_path)
+    args = {"root": str(root), "keep": 2, "active": str(root / "venvs" / "lock-e")}
+    dry = run_module("sglang_venv_prune", args, check=True, diff=True)
+    assert dry["removed"] == [str(root / "venvs" / "lock-a"), str(root / "venvs" / "lock-c")], dry
+    assert dry["diff"]["before"] == "lock-a\nlock-b\nlock-c\nlock-d\n"  # lock-e is not there yet
+    assert dry["diff"]["after"] == "lock-b\nlock-d\nlock-e\n" and venvs(root) == ["lock-a", "lock-b", "lock-c", "lock-d"]
+    make_venv(root, "lock-e", installed=2000)  # the install and the switch, as the real run makes them
+    os.remove(str(root / "current"))
+    os.symlink(str(root / "venvs" / "lock-e"), str(root / "current"))
+    real = run_module("sglang_venv_prune", args)
+    assert real["removed"] == dry["removed"] and venvs(root) == ["lock-b", "lock-d", "lock-e"], real
+
+
 def test_removes_what_nothing_needs_then_changes_nothing(tmp_path):
     root = lab(tmp_path)
     first = run_module("sglang_venv_prune", {"root": str(root), "keep": 1})

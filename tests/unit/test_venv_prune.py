@@ -109,3 +109,28 @@ def test_disk_bytes_counts_files_without_following_links(root):
     os.symlink("/usr", str(venv / "link-to-usr"))
     size = vp.disk_bytes(str(venv))
     assert 100000 <= size < 1000000
+
+
+def test_a_dry_run_before_the_switch_plans_as_after_it(root):
+    # current still points at lock-b; this run's lock-f is not installed yet. The real run (lock-f installed and
+    # current switched) keeps lock-f and the next newest: the dry run must say the same.
+    dry = vp.plan(vp.with_active(vp.scan(str(root)), str(root / "venvs" / "lock-f"), dry_run=True), keep=2)
+    assert dry == ({"lock-f": "active (current points at it)", "lock-e": "one of the 2 most recently installed"},
+                   ["lock-a", "lock-b", "lock-c", "lock-d"])
+    os.remove(str(root / "current"))  # the real run, after the install and the switch
+    make_venv(root, "lock-f", installed=2000)
+    os.symlink(str(root / "venvs" / "lock-f"), str(root / "current"))
+    real = vp.plan(vp.with_active(vp.scan(str(root)), str(root / "venvs" / "lock-f")), keep=2)
+    assert real[1] == dry[1] and set(real[0]) == set(dry[0])
+
+
+def test_a_real_run_whose_current_points_elsewhere_keeps_both(root):
+    kept, remove = vp.plan(vp.with_active(vp.scan(str(root)), str(root / "venvs" / "lock-a")), keep=1)
+    assert kept["lock-b"] == "active (current points at it)"
+    assert kept["lock-a"] == "active after this deploy (current will point at it)"
+    assert remove == ["lock-c", "lock-d"]  # lock-e: the newest installed
+
+
+def test_the_active_venv_already_current_changes_nothing(root):
+    found = vp.scan(str(root))
+    assert vp.with_active(found, str(root / "venvs" / "lock-b")) is found

@@ -87,6 +87,11 @@ pruned:
   returned: always
   type: list
   elements: str
+would_write:
+  description: In check mode, the outputs a real run would write (I(report_dir) for the report saved there).
+  returned: check mode
+  type: list
+  elements: str
 """
 
 import datetime
@@ -138,8 +143,12 @@ def main():
             module.fail_json(msg="sglang_drift_report: writing %s failed: %s"
                              % (getattr(exc, "filename", None) or "a report", exc.strerror or exc))
     hosts = {host: {"status": info["status"], "counts": info["counts"]} for host, info in report["hosts"].items()}
-    module.exit_json(changed=bool(written), status=report["status"], exit_code=report["exit_code"], hosts=hosts,
-                     summary=text, written=written, pruned=pruned)
+    # A dry run writes nothing and says what a real run would: every output set is written (a new report each time).
+    wanted = [params[key] for key in ("json", "prom", "summary") if params[key]] + (
+        [params["report_dir"]] if params["report_dir"] else [])
+    module.exit_json(changed=bool(written or (module.check_mode and wanted)), status=report["status"],
+                     exit_code=report["exit_code"], hosts=hosts, summary=text, written=written, pruned=pruned,
+                     **({"would_write": wanted} if module.check_mode else {}))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,9 @@ def test_judges_and_writes_the_reports(tmp_path):
 def test_check_mode_judges_and_writes_nothing(tmp_path):
     result = run_module("sglang_drift_report", {"src": str(run_file(tmp_path)), "json": str(tmp_path / "l.json")},
                         check=True)
-    assert result["exit_code"] == 1 and not result["changed"] and result["written"] == []
+    # Nothing written, and it says what a real run would write (changed, as the real run is).
+    assert result["exit_code"] == 1 and result["changed"] and result["written"] == []
+    assert result["would_write"] == [str(tmp_path / "l.json")]
     assert not (tmp_path / "l.json").exists()
 
 

@@ -69,8 +69,9 @@ def main():
     if module._diff and change["content"]:
         result["diff"] = {"before_header": p["dest"], "after_header": p["dest"],
                           "before": change["before"] or "", "after": p["content"]}
-    elif module._diff and change["attributes"]:  # owner or mode only: say so, as a changed result with no diff would not
-        result["diff"] = {"before_header": p["dest"], "after_header": p["dest"], "before": "owner/group/mode as found\n",
+    elif module._diff and change["attributes"]:  # owner or mode only: a changed result without a diff says nothing
+        result["diff"] = {"before_header": p["dest"], "after_header": p["dest"],
+                          "before": "owner/group/mode as found\n",
                           "after": "owner %s, group %s, mode %s\n" % (p["owner"], p["group"], p["mode"])}
     module.exit_json(**result)
 

@@ -135,15 +135,18 @@ def choose_profile(profile, gpu_facts):
     return "nvlink" if gpu_facts.get("nvlink") else "pcie"
 
 
-def server_nccl(server_environment, effective):
-    """The NCCL_* variables the server gets from its other environment (runtime.env: sglang_install_environment),
-    and a message for each that this role also sets to another value (the unit's later file would win unseen)."""
-    found = {name: str(value) for name, value in (server_environment or {}).items()
-             if isinstance(name, str) and name.startswith("NCCL_")}
-    conflicts = ["%s is %s in the server's runtime environment (sglang_install_environment) and %s here: set it in "
-                 "one place" % (name, found[name], effective[name]["value"])
-                 for name in sorted(found) if name in effective and str(effective[name]["value"]) != found[name]]
-    return found, conflicts
+def server_nccl(server_environment):
+    """The NCCL_* variables the server gets from its other environment (runtime.env: sglang_install_environment)."""
+    return {name: value for name, value in (server_environment or {}).items() if str(name).startswith("NCCL_")}
+
+
+def conflicts(inherited, effective):
+    """A message for each inherited variable this role also sets to another value (the unit's later file would
+    win unseen)."""
+    return ["%s is %s in the server's runtime environment (sglang_install_environment) and %s here: set it in "
+            "one place" % (name, inherited[name], effective[name]["value"])
+            for name in sorted(inherited)
+            if name in effective and str(effective[name]["value"]) != str(inherited[name])]
 
 
 def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="warn",
@@ -156,8 +159,8 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
     gpu_facts = {} if gpu_facts is None else gpu_facts
     if not isinstance(server_environment or {}, dict):
         raise Refused("NCCL settings refused, nothing written: server_environment must be a mapping", {})
-    shape = check_gpu_facts(gpu_facts) + check_settings(settings or {}) + check_settings(
-        {name: value for name, value in (server_environment or {}).items() if str(name).startswith("NCCL_")})
+    inherited = server_nccl(server_environment)
+    shape = check_gpu_facts(gpu_facts) + check_settings(settings or {}) + check_settings(inherited)
     if shape:
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(shape), {"errors": shape})
     site = site_packages(venv)
@@ -168,10 +171,10 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
     effective.update(ns.normalize(settings))
     ctx = ns.Context(nccl_version=nccl, nvlink=bool(gpu_facts.get("nvlink")),
                      gpu_count=gpu_facts.get("gpu_count"), sglang_overrides=overrides)
-    inherited, conflicts = server_nccl(server_environment, effective)
-    values = dict(inherited, **{k: v["value"] for k, v in effective.items()})
+    values = dict({name: str(value) for name, value in inherited.items()},
+                  **{k: v["value"] for k, v in effective.items()})
     errors, warnings = ns.validate(values, ctx)
-    errors = conflicts + errors
+    errors = conflicts(inherited, effective) + errors
     if errors and set(inherited) - set(effective):
         errors.append("checked with them: %s from the server's runtime environment (sglang_install_environment)"
                       % ", ".join(sorted(set(inherited) - set(effective))))

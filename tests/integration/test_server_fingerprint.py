@@ -84,3 +84,65 @@ def test_the_units_state_comes_in_the_same_call(tmp_path):
     env["FAKE_RC"] = "1"
     broken = run_module("sglang_server_fingerprint", args, env=env)
     assert broken.get("failed") and "systemctl show sglang.service failed (rc 1)" in broken["msg"]
+
+
+def keyed(tmp_path, paths, key="hunter2", check=False, salt=None):
+    """The fingerprint with the API key options as a secret path, as fingerprint.yml passes them."""
+    options = tmp_path / "api-key.yaml"
+    options.write_text('api-key: "%s"\n' % key)
+    salt = salt or str(tmp_path / ".fingerprint-salt")
+    return run_module("sglang_server_fingerprint", {"paths": paths + [str(options)], "keyed_paths": [str(options)],
+                                                     "salt_file": salt, "extra": ["580.65.06"]}, check=check)
+
+
+def test_a_secret_file_is_keyed_with_the_hosts_salt_not_hashed_plainly(tmp_path):
+    paths = layout(tmp_path)
+    first = keyed(tmp_path, paths)
+    salt = tmp_path / ".fingerprint-salt"
+    assert first["changed"] and first["salt_created"]
+    assert oct(salt.stat().st_mode & 0o777) == "0o600" and len(salt.read_text().strip()) == 64
+    # Whoever reads every input but the salt (the record is world-readable) cannot recompute it from a guessed key.
+    guessable = stat_loop_value(paths + [str(tmp_path / "api-key.yaml")], "580.65.06")
+    assert first["fingerprint"] != guessable
+    again = keyed(tmp_path, paths)
+    assert not again["changed"] and not again["salt_created"] and again["fingerprint"] == first["fingerprint"]
+    assert keyed(tmp_path, paths, key="rotated")["fingerprint"] != first["fingerprint"]
+    # Another host (another salt), the same key: another fingerprint.
+    assert keyed(tmp_path, paths, salt=str(tmp_path / "other-salt"))["fingerprint"] != first["fingerprint"]
+
+
+def test_a_dry_run_makes_no_salt_and_matches_no_record(tmp_path):
+    paths = layout(tmp_path)
+    dry = keyed(tmp_path, paths, check=True)
+    assert dry["changed"] and dry["salt_created"] and not (tmp_path / ".fingerprint-salt").exists()
+    assert keyed(tmp_path, paths)["fingerprint"] != dry["fingerprint"]
+
+
+def test_a_salt_others_can_read_or_not_a_salt_is_refused(tmp_path):
+    paths = layout(tmp_path)
+    salt = tmp_path / ".fingerprint-salt"
+    salt.write_text("ab" * 32 + "\n")
+    salt.chmod(0o644)
+    loose = keyed(tmp_path, paths)
+    assert loose.get("failed") and str(salt) in loose["msg"] and "mode 0600" in loose["msg"]
+    assert "remove it" in loose["msg"] and "Traceback" not in loose["msg"]
+    salt.chmod(0o600)
+    assert not keyed(tmp_path, paths).get("failed")
+    salt.write_text("not a salt\n")
+    garbage = keyed(tmp_path, paths)
+    assert garbage.get("failed") and "64 hex digits" in garbage["msg"] and "Traceback" not in garbage["msg"]
+    salt.unlink()
+    salt.mkdir()
+    assert "not a regular file" in keyed(tmp_path, paths)["msg"]
+
+
+def test_keyed_paths_need_a_salt_and_must_be_fingerprinted(tmp_path):
+    paths = layout(tmp_path)
+    no_salt = run_module("sglang_server_fingerprint", {"paths": paths, "keyed_paths": [paths[0]]})
+    assert no_salt.get("failed") and "keyed_paths need salt_file" in no_salt["msg"]
+    stray = run_module("sglang_server_fingerprint", {"paths": paths, "keyed_paths": ["/etc/sglang/api-key.yaml"],
+                                                      "salt_file": str(tmp_path / "salt")})
+    assert stray.get("failed") and "not in paths: /etc/sglang/api-key.yaml" in stray["msg"]
+    missing_dir = run_module("sglang_server_fingerprint", {"paths": paths, "keyed_paths": [paths[0]],
+                                                            "salt_file": str(tmp_path / "no-such-dir" / "salt")})
+    assert missing_dir.get("failed") and "cannot write" in missing_dir["msg"] and "Traceback" not in missing_dir["msg"]

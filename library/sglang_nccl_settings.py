@@ -101,6 +101,13 @@ sglang_overrides:
 notes: {description: Why the profile set what it set., returned: always, type: list, elements: str}
 errors: {description: Why the settings were refused., returned: failure, type: list, elements: str}
 files: {description: "The hook module, the .pth and the environment file.", returned: always, type: list, elements: str}
+env_file_changed:
+  description:
+    - Whether the environment file's content is (would be) written, created or removed. Only that file is part of
+      the server's restart fingerprint (the hook sets the same values as defaults, under the unit's environment), so
+      sglang_server predicts a dry run's restart from this, not from C(changed), which a mode fix also sets.
+  returned: success
+  type: bool
 modes_fixed:
   description: Delivered files whose content was right but whose mode or owner was not (now 0644, root).
   returned: success
@@ -141,6 +148,7 @@ def main():
                 for path in paths:
                     os.unlink(path)
             module.exit_json(changed=bool(paths), removed=paths, venv_exists=True,
+                             env_file_changed=p["env_file"] in paths,
                              **({"diff": diff} if module._diff else {}))
         result, changes = nccl_tuner.plan(p["venv"], p["profile"], p["gpu_facts"], p["settings"],
                                           p["release_policy"], p["env_file"], p["hook_name"],
@@ -168,6 +176,7 @@ def main():
             module.fail_json(msg="NCCL settings: could not write %s: %s" % (directory, exc), **result)
     result["changed"] = bool(changes or wrong_modes)
     result["modes_fixed"] = wrong_modes
+    result["env_file_changed"] = any(change[0] == result["files"][2] for change in changes)
     result["venv_exists"] = True
     if module._diff:
         result["diff"] = nccl_tuner.diff_entries(changes) + [

@@ -113,19 +113,28 @@ def test_malformed_topology_facts(venv, tmp_path, facts, words):
 def test_modes_are_enforced_on_every_run(venv, tmp_path):
     args = {"venv": venv, "env_file": str(tmp_path / "etc" / "sglang" / "nccl.env"), "gpu_facts": FACTS}
     first = run_module("sglang_nccl_settings", args)
-    assert first["changed"], first
+    assert first["changed"] and first["env_file_changed"], first
     assert stat.S_IMODE(os.stat(tmp_path / "etc" / "sglang").st_mode) == 0o755
     hook_py, hook_pth, env_file = first["files"]
     os.chmod(hook_pth, 0o666)
     os.chmod(env_file, 0o600)
     checked = run_module("sglang_nccl_settings", args, check=True)
     assert checked["changed"] and sorted(checked["modes_fixed"]) == sorted([hook_pth, env_file])
+    # Modes alone leave what the server's fingerprint reads as it was: no restart is predicted from them.
+    assert checked["env_file_changed"] is False
     assert stat.S_IMODE(os.stat(hook_pth).st_mode) == 0o666  # check mode touched nothing
     fixed = run_module("sglang_nccl_settings", args)
     assert fixed["changed"] and sorted(fixed["modes_fixed"]) == sorted([hook_pth, env_file])
     for path in (hook_py, hook_pth, env_file):
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
     assert run_module("sglang_nccl_settings", args)["changed"] is False
+    os.chmod(hook_py, 0o600)
+    with open(env_file, "a") as handle:
+        handle.write("NCCL_ALGO=Ring\n")  # a hand edit: a deploy writes the file back, and the server restarts
+    edited = run_module("sglang_nccl_settings", args, check=True)
+    assert edited["changed"] and edited["env_file_changed"] and edited["modes_fixed"] == [hook_py]
+    removed = run_module("sglang_nccl_settings", dict(args, state="absent"), check=True)
+    assert removed["changed"] and removed["env_file_changed"]
 
 
 def test_hook_name_that_is_a_python_keyword(venv, tmp_path):

@@ -22,6 +22,7 @@ import glob
 import json
 import lzma
 import os
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -35,8 +36,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(REPO, "module_utils"))  # the gate's own arithmetic (stdlib only), on real answers
+sys.path.insert(2, os.path.join(REPO, "roles", "sglang_server", "files"))  # the role's journal redaction
 import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
 import greedy_ties  # noqa: E402  pylint: disable=wrong-import-position
+import journal_excerpt  # noqa: E402  pylint: disable=wrong-import-position
 import unit_exec  # noqa: E402  pylint: disable=wrong-import-position
 
 STATE_DIR = "/var/tmp/sglang-e2e"
@@ -44,6 +47,9 @@ STATE = os.path.join(STATE_DIR, "state.json")
 OUT = os.path.join(STATE_DIR, "out")  # sglang_e2e.sh packs it into $OUT (the tool returns at most 8 files)
 SITE = os.path.join(STATE_DIR, "site")            # ansible-core for the image's Python
 WHEELHOUSE = os.path.join(STATE_DIR, "wheelhouse")
+# Every leg's unit is rendered with an API key (sglang_server_api_key_file), so the role's key path (--config
+# options file, readiness, proof, the gate's client) runs against the real server; a throwaway made by setup.
+KEY_FILE = os.path.join(STATE_DIR, "api-key")
 MODELS = "/srv/models/e2e"
 HIDDEN = 2048
 LAYERS = 4
@@ -128,7 +134,7 @@ def ansible_env():
 
 def playbook(state, phase, python, extra=None):
     variables = {"e2e_phase": phase, "e2e_python": python, "e2e_gpus": gpu_count(), "e2e_wheelhouse": WHEELHOUSE,
-                 "e2e_model_dir": MODELS, "e2e_multicast_off": unit_exec.MULTICAST_OFF,
+                 "e2e_model_dir": MODELS, "e2e_multicast_off": unit_exec.MULTICAST_OFF, "e2e_api_key_file": KEY_FILE,
                  "ansible_python_interpreter": python}
     variables.update(extra or {})
     command = [python, os.path.join(SITE, "bin", "ansible-playbook")]
@@ -136,10 +142,28 @@ def playbook(state, phase, python, extra=None):
     return step(state, "ansible_" + phase, command, 560, env=ansible_env())
 
 
+def make_key():
+    """A throwaway API key for the legs, root's and 0600 as an operator's key file would be."""
+    fd = os.open(KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(secrets.token_urlsafe(24) + "\n")
+
+
+def api_key():
+    with open(KEY_FILE, encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
+def redacted(text):
+    """TEXT with the key taken out by the role's own redaction (journal_excerpt.py), for what is recorded."""
+    return journal_excerpt.redact(text, [api_key()])
+
+
 def setup(state):
     python = python_with_torch()
     state["python"] = python
     os.makedirs(STATE_DIR, exist_ok=True)
+    make_key()
     started = time.monotonic()
     with tarfile.open(os.path.join(REPO, ".device", "carry", "wheelhouse.tar.xz")) as tar:
         tar.extractall(STATE_DIR)  # -> STATE_DIR/wheelhouse/*.whl
@@ -217,10 +241,13 @@ def start_leg(state, index):
     return 0
 
 
-def http(method, path, body=None, timeout=60):
+def http(method, path, body=None, timeout=60, authorization=""):
+    """(status, content type, text) of one request; AUTHORIZATION: the header (None: none; default: the key's)."""
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(BASE_URL + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
+    headers = {"Content-Type": "application/json"} if data else {}
+    if authorization is not None:
+        headers["Authorization"] = authorization or "Bearer " + api_key()
+    request = urllib.request.Request(BASE_URL + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.headers.get("Content-Type"), response.read().decode("utf-8", "replace")
@@ -234,7 +261,8 @@ TEXT_KEPT = {"/metrics": 200000}  # every metric family the real server exposes,
 
 
 def record_responses():
-    """What the stand-in imitates, from the real server: status, content type, body (JSON parsed)."""
+    """What the stand-in imitates, from the real server: status, content type, body (JSON parsed), asked with the
+    key (the key taken out of what is kept: /server_info serves it)."""
     calls = [("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "/ready", None),
              ("GET", "/server_info", None), ("GET", "/get_server_info", None), ("GET", "/model_info", None),
              ("GET", "/get_model_info", None), ("GET", "/v1/models", None),
@@ -249,6 +277,7 @@ def record_responses():
     out = []
     for method, path, body in calls:
         status, ctype, text = http(method, path, body)
+        text = redacted(text)
         try:
             parsed = json.loads(text) if text else None
         except ValueError:
@@ -256,6 +285,50 @@ def record_responses():
         out.append({"method": method, "path": path, "request": body, "status": status, "content_type": ctype,
                     "json": parsed, "text": None if parsed is not None else text[:TEXT_KEPT.get(path, 2000)]})
     return out
+
+
+def record_unauthorized():
+    """The real server's answers without the key, with a wrong one, and with the scheme in lower case: what the
+    API key protects (the stand-in imitates utils/auth.py)."""
+    generate = {"text": PROMPTS[0], "sampling_params": {"temperature": 0, "max_new_tokens": 8}}
+    completion = {"model": "default", "prompt": PROMPTS[0], "max_tokens": 8, "temperature": 0}
+    calls = [("GET", "/health", None), ("GET", "/health_generate", None), ("GET", "/metrics", None),
+             ("GET", "/ready", None), ("GET", "/server_info", None), ("GET", "/get_server_info", None),
+             ("GET", "/model_info", None), ("GET", "/v1/models", None), ("POST", "/generate", generate),
+             ("POST", "/v1/completions", completion), ("POST", "/flush_cache", None), ("GET", "/no_such_path", None)]
+    out = []
+    for auth, header in (("none", None), ("wrong", "Bearer not-the-key"), ("lowercase_scheme", "bearer " + api_key())):
+        for method, path, body in calls if auth == "none" else calls[7:9]:
+            status, ctype, text = http(method, path, body, authorization=header)
+            text = redacted(text)
+            try:
+                parsed = json.loads(text) if text else None
+            except ValueError:
+                parsed = None
+            out.append({"method": method, "path": path, "request": body, "auth": auth, "status": status,
+                        "content_type": ctype, "json": parsed,
+                        "text": None if parsed is not None else text[:TEXT_KEPT.get(path, 2000)]})
+    return out
+
+
+def key_exposure(log_path):
+    """Where the real server's key can be read: its log (SGLang logs server_args), the role's redacted excerpt of
+    it, and every process's arguments and environment (the key must reach neither)."""
+    key = api_key()
+    with open(log_path, encoding="utf-8", errors="replace") as handle:
+        log = handle.read()
+    excerpt = journal_excerpt.redact(log, [key])
+    found = {"cmdline": 0, "environ": 0}
+    for proc in glob.glob("/proc/[0-9]*"):
+        for name in found:
+            try:
+                with open(os.path.join(proc, name), "rb") as handle:
+                    found[name] += key.encode() in handle.read()
+            except OSError:
+                pass  # gone, or a kernel thread
+    return {"in_raw_log": log.count(key), "in_redacted_log": excerpt.count(key),
+            "redactions": excerpt.count(journal_excerpt.REDACTED), "processes_with_it_in_args": found["cmdline"],
+            "processes_with_it_in_environment": found["environ"]}
 
 
 def api_log_counts():
@@ -291,7 +364,7 @@ def bench(state, name, python_client):
     settings = {"base_url": BASE_URL, "tokenizer": MODELS + "/target", "input_len": 128, "output_len": 64,
                 "num_prompts": 16, "seed": 1, "repeats": 3, "warmup_requests": 2, "concurrencies": [1],
                 "run_timeout_s": 150, "request_timeout_s": 60, "correctness": True, "prompts": PROMPTS,
-                "correctness_max_new_tokens": GREEDY_TOKENS, "extra_client_args": []}
+                "correctness_max_new_tokens": GREEDY_TOKENS, "extra_client_args": [], "api_key_file": KEY_FILE}
     path = os.path.join(STATE_DIR, "bench-%s.json" % name)
     started = time.monotonic()
     with open(path, "wb") as handle:
@@ -317,7 +390,8 @@ def run_leg(state, index):
     started = time.monotonic()
     proc = subprocess.run(["/usr/bin/env", "python3", os.path.join(REPO, "roles/sglang_server/files/wait_ready.py"),
                            "--url", BASE_URL + "/health_generate", "--pid", str(server["pid"]),
-                           "--timeout", "420", "--poll", "3"], capture_output=True, text=True, check=False)
+                           "--timeout", "420", "--poll", "3", "--key-file", KEY_FILE],
+                          capture_output=True, text=True, check=False)
     leg["ready"] = json.loads(proc.stdout or "{}")
     leg["ready"]["since_start_s"] = round(time.time() - server["started_at"], 1)
     state["steps"].append({"name": "wait_ready_" + name, "rc": proc.returncode,
@@ -330,6 +404,8 @@ def run_leg(state, index):
     if index == next(i for i in range(len(LEGS)) if runnable(i)):  # the first leg that runs here
         state["first_leg"] = name
         leg["responses"] = record_responses()
+        leg["unauthorized"] = record_unauthorized()
+        leg["api_key"] = key_exposure(server["log"])
         rc = playbook(state, "prove", state["python"], {"e2e_log_file": server["log"]})
         leg["prove_rc"] = rc
         with open(server["log"], encoding="utf-8", errors="replace") as handle:
@@ -337,7 +413,7 @@ def run_leg(state, index):
         leg["fusion_log_lines"] = [l for l in lines if "FlashInfer AllReduce Fusion enabled" in l]
         leg["fusion_off_lines"] = [l for l in lines if "Skipping allreduce fusion" in l
                                    or "Disabling flashinfer allreduce fusion" in l]
-        leg["log_lines"] = [l for l in lines if any(key in l for key in (
+        leg["log_lines"] = [redacted(l) for l in lines if any(key in l for key in (
             "fired up and ready to roll", "Uvicorn running on", "Load weight end", "Capture", "max_total_num_tokens",
             "server_args=", "Started server process", "Application startup complete", "FlashInfer", "EAGLE",
             "deprecated"))][:80]
@@ -472,19 +548,29 @@ def evidence(state):
         # leg's, logprobs and all: where they part, and which partings it takes for ties
         "gate_correctness": {name: gate_correctness(reports["plain"], reports[name]) for name in reports
                              if name != "plain"},
+        # every leg ran with an API key through the role's options file: where the key could be read on the first
+        # leg, and which answers the real server refused without it (the fixture below has them all)
+        "api_key": dict(first.get("api_key") or {}, refused_without_key=sorted(
+            "%s %s" % (c["method"], c["path"]) for c in first.get("unauthorized") or []
+            if c["auth"] == "none" and c["status"] == 401)),
     }
-    with open(os.path.join(OUT, "h200x%d_sglang_e2e.json" % gpu_count()), "w", encoding="utf-8") as handle:
-        json.dump(doc, handle, indent=1)
-    with open(os.path.join(OUT, "h200x%d_sglang_greedy_logprobs.json" % gpu_count()), "w", encoding="utf-8") as handle:
-        json.dump({"made_by": doc["made_by"], "date": doc["date"], "prompts": PROMPTS,
-                   "legs": {name: logprob_requests(state, name) for name in reports},
-                   "gate_completions": {name: reports[name]["completions"] for name in reports}}, handle, indent=1)
+    logprobs = {"made_by": doc["made_by"], "date": doc["date"], "prompts": PROMPTS,
+                "legs": {name: logprob_requests(state, name) for name in reports},
+                "gate_completions": {name: reports[name]["completions"] for name in reports}}
     fixture = {"sglang": versions.get("sglang"), "recorded": doc["date"], "responses": first.get("responses"),
+               "unauthorized": first.get("unauthorized"),
                "log_lines": first.get("log_lines"), "fusion_log_lines": first.get("fusion_log_lines"),
                "client_result_keys": sorted((reports[state["first_leg"]]["runs"][0]["result"] or {}).keys()),
                "client_module": reports[state["first_leg"]]["client"]["module"]}
-    with open(os.path.join(OUT, "sglang_0.5.17_real_server.json"), "w", encoding="utf-8") as handle:
-        json.dump(fixture, handle, indent=1)
+    # The key in nothing that is kept: the evidence, the fixture, the gate runner's reports (bench-<leg>.json).
+    key = api_key()
+    doc["api_key"]["in_evidence_and_gate_reports"] = sum(
+        json.dumps(part).count(key) for part in (doc, logprobs, fixture, reports))
+    for name, content in (("h200x%d_sglang_e2e.json" % gpu_count(), doc),
+                          ("h200x%d_sglang_greedy_logprobs.json" % gpu_count(), logprobs),
+                          ("sglang_0.5.17_real_server.json", fixture)):
+        with open(os.path.join(OUT, name), "w", encoding="utf-8") as handle:
+            json.dump(content, handle, indent=1)
     return 0
 
 

@@ -216,3 +216,19 @@ def test_the_full_two_gpu_run_exists():
     if not os.path.exists(path):
         pytest.skip("no 2x H200 run yet (only one H200 was lent): issue 12 stays open for the fusion leg")
     assert load(path)["gpus"]["count"] == 2
+
+
+def test_the_api_key_reached_the_real_server_through_the_roles_file_and_nowhere_else(evidence):
+    """Every leg ran with a key in the role's options file (--config): the real server refused its API without it
+    (so SGLang read the file), answered with it (readiness, proof, the gate's client), and the key was in SGLang's
+    own log (which the check can therefore see) but not in the role's redacted excerpt, any process's arguments or
+    environment, the evidence or the gate runner's reports."""
+    exposure = evidence["api_key"]
+    assert exposure["in_raw_log"] > 0 and exposure["in_redacted_log"] == 0 and exposure["redactions"] > 0
+    assert exposure["processes_with_it_in_args"] == exposure["processes_with_it_in_environment"] == 0
+    assert exposure["in_evidence_and_gate_reports"] == 0
+    refused = set(exposure["refused_without_key"])
+    assert {"GET /server_info", "GET /v1/models", "POST /generate", "POST /v1/completions"} <= refused
+    assert not refused & {"GET /health", "GET /health_generate", "GET /metrics"}  # probes and scrapers stay open
+    assert evidence["health_generate_status"] == 200 and evidence["fusion_prove_rc"] == 0
+    assert all(leg["completed"] == leg["num_prompts"] for leg in evidence["legs"])

@@ -55,6 +55,38 @@ def answers(recorded, tmp_path_factory):
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def unauthorized_answers(recorded, tmp_path_factory):
+    """The stand-in's answers to the requests the real server got without its key (or a wrong one), the key given
+    as the role gives it (an options file through --config)."""
+    folder = tmp_path_factory.mktemp("fidelity-key")
+    options = folder / "api-key.yaml"
+    options.write_text('api-key: "the-real-key"\n')
+    server = Standin(folder, model=LAB_MODEL, args=["--tp-size", "1", "--enable-metrics", "--config", str(options)])
+    headers = {"none": {}, "wrong": {"Authorization": "Bearer not-the-key"},
+               "lowercase_scheme": {"Authorization": "bearer the-real-key"}}
+    try:
+        server.start().wait_ready()
+        return [(call, server.request(call["path"], call["request"], method=call["method"],
+                                      headers=headers[call["auth"]])[:2]) for call in recorded["unauthorized"]]
+    finally:
+        server.stop()
+
+
+def test_what_the_key_protects_matches_the_real_server(unauthorized_answers):
+    """utils/auth.py as the real 0.5.17 applied it: health checks and metrics open, everything else (unknown paths
+    too) 401 {"error": "Unauthorized"} without the key or with a wrong one, the Bearer scheme in any case."""
+    assert len(unauthorized_answers) >= 12
+    for call, (status, body) in unauthorized_answers:
+        where = "%s %s (%s)" % (call["method"], call["path"], call["auth"])
+        if call["path"] in VERSION_DIFFERENCES:  # 0.5.21 opens /ready* with the health checks; 0.5.17 has no /ready
+            assert (call["status"], status) == (401, 200), where
+            continue
+        assert status == call["status"], where
+        if call["status"] == 401:
+            assert body == call["json"] == {"error": "Unauthorized"}, where
+
+
 def key(call):
     """A recorded request's name: method and path, and whether it asked for logprobs (/generate is asked both ways)."""
     return call["method"] + " " + call["path"] + (" logprobs" if (call["request"] or {}).get("return_logprob") else "")

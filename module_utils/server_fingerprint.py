@@ -61,11 +61,12 @@ def describe(path, salt=None):
     return "-", "-"
 
 
-def fingerprint(paths, extra, secret=(), salt=None):
-    """SHA-256 hex of the described paths and the extra values; the paths in SECRET are keyed with SALT."""
-    if secret and salt is None:
-        raise SaltError("secret paths need a salt")
-    described = [describe(path, salt if path in secret else None) for path in paths]
+def fingerprint(paths, extra, keyed=(), salt=None):
+    """SHA-256 hex of the described paths and the extra values; the paths in KEYED (secret files) are keyed with
+    SALT."""
+    if keyed and salt is None:
+        raise SaltError("keyed paths need a salt")
+    described = [describe(path, salt if path in keyed else None) for path in paths]
     parts = ([pair[0] for pair in described] + [pair[1] for pair in described]
              + [str(value) for value in extra])
     return hashlib.sha256(",".join(parts).encode("utf-8")).hexdigest()

@@ -274,17 +274,19 @@ def record_responses():
              ("POST", "/v1/chat/completions", {"model": "default", "max_tokens": 8, "temperature": 0,
                                                "messages": [{"role": "user", "content": PROMPTS[0]}]}),
              ("GET", "/metrics", None), ("POST", "/flush_cache", None), ("GET", "/no_such_path", None)]
-    out = []
-    for method, path, body in calls:
-        status, ctype, text = http(method, path, body)
-        text = redacted(text)
-        try:
-            parsed = json.loads(text) if text else None
-        except ValueError:
-            parsed = None
-        out.append({"method": method, "path": path, "request": body, "status": status, "content_type": ctype,
-                    "json": parsed, "text": None if parsed is not None else text[:TEXT_KEPT.get(path, 2000)]})
-    return out
+    return [recorded(method, path, body) for method, path, body in calls]
+
+
+def recorded(method, path, body, authorization=""):
+    """One request and the real answer as kept: status, content type, body (JSON parsed), the key taken out."""
+    status, ctype, text = http(method, path, body, authorization=authorization)
+    text = redacted(text)
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = None
+    return {"method": method, "path": path, "request": body, "status": status, "content_type": ctype,
+            "json": parsed, "text": None if parsed is not None else text[:TEXT_KEPT.get(path, 2000)]}
 
 
 def record_unauthorized():
@@ -299,15 +301,7 @@ def record_unauthorized():
     out = []
     for auth, header in (("none", None), ("wrong", "Bearer not-the-key"), ("lowercase_scheme", "bearer " + api_key())):
         for method, path, body in calls if auth == "none" else calls[7:9]:
-            status, ctype, text = http(method, path, body, authorization=header)
-            text = redacted(text)
-            try:
-                parsed = json.loads(text) if text else None
-            except ValueError:
-                parsed = None
-            out.append({"method": method, "path": path, "request": body, "auth": auth, "status": status,
-                        "content_type": ctype, "json": parsed,
-                        "text": None if parsed is not None else text[:TEXT_KEPT.get(path, 2000)]})
+            out.append(dict(recorded(method, path, body, authorization=header), auth=auth))
     return out
 
 

@@ -143,10 +143,12 @@ def playbook(state, phase, python, extra=None):
 
 
 def make_key():
-    """A throwaway API key for the legs, root's and 0600 as an operator's key file would be."""
+    """A throwaway API key for the legs, root's and 0600 as an operator's key file would be. Hex: a urlsafe token
+    can begin with "-", which the role refuses (SGLang would take it for an option; the 21:02 UTC run of 2026-12-03
+    found that)."""
     fd = os.open(KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(secrets.token_urlsafe(24) + "\n")
+        handle.write(secrets.token_hex(24) + "\n")
 
 
 def api_key():

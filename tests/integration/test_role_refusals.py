@@ -94,6 +94,26 @@ def test_sglang_server_refuses_extra_arguments_it_sets_itself(tmp_path, extra, f
     assert "s3cr3t-value" not in msg
 
 
+@pytest.mark.parametrize("key,rule", [
+    # SGLang's --config merge passes it as `--api-key VALUE`: argparse took a leading "-" for an option and the
+    # real 0.5.17 server did not start ("argument --api-key: expected one argument").
+    ("-Zq81xKdfe0s3cr3t", 'begins with "-"'),
+    ("Zq81x Kdfe0s3cr3t", "not one word of printable ASCII"),
+    ("Zq81x\u00e9Kdfe0s3cr3t", "not one word of printable ASCII"),
+])
+def test_sglang_server_refuses_an_api_key_sglang_cannot_read_without_showing_it(tmp_path, key, rule):
+    key_file = tmp_path / "api-key"
+    key_file.write_text(key + "\n", encoding="utf-8")
+    os.chmod(str(key_file), 0o600)
+    rc, report = run_playbook(PLAYBOOK, dict(server_vars(tmp_path, sglang_server_api_key_file=str(key_file)),
+                                             test_role="sglang_server"))
+    task, msg = failure(report)
+    assert rc != 0 and task == "Require a usable API key", (task, msg)
+    assert rule in msg and str(key_file) in msg, msg
+    assert not (tmp_path / "etc" / "api-key.yaml").exists()
+    assert "Zq81x" not in str(report) and "s3cr3t" not in str(report)
+
+
 @pytest.mark.parametrize("name,value,rule", [
     ("nccl_tuning_hook_name", "../../../tmp/evil", "identifier"),
     ("nccl_tuning_env_file", "nccl.env", "absolute"),

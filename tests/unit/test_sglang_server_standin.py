@@ -649,6 +649,15 @@ def test_api_key_from_a_config_file_stays_out_of_the_process_arguments(standin, 
     assert str(options).encode() in cmdline and b"s3cret-from-file" not in cmdline
 
 
+def test_a_key_that_begins_with_a_dash_stops_the_start_as_it_stopped_the_real_server(tmp_path):
+    """The real 0.5.17 merged --config into `--api-key VALUE` and argparse took "-..." for an option (device run of
+    2026-12-03, 21:02 UTC); sglang_server refuses such a key before it writes anything."""
+    options = tmp_path / "api-key.yaml"
+    options.write_text('api-key: "-Zq81xKdfe0"\n')
+    proc = run_flags(["--model-path", "/m", "--config", str(options)])
+    assert proc.returncode == 2 and "argument --api-key: expected one argument" in proc.stderr
+
+
 def test_config_file_must_be_yaml(standin, tmp_path):
     options = tmp_path / "api-key.env"
     options.write_text("api-key: x\n")

@@ -28,20 +28,12 @@ class SaltError(Exception):
     """A salt file that cannot be used; the message names it and the way out."""
 
 
-def _sha1(path):
-    digest = hashlib.sha1()
+def _hexdigest(path, digest):
+    """DIGEST (a hashlib or hmac object) fed the file's content, as hex."""
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _keyed(path, salt):
-    mac = hmac.new(salt, digestmod=hashlib.sha256)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            mac.update(block)
-    return "hmac-sha256:" + mac.hexdigest()
 
 
 def describe(path, salt=None):
@@ -57,7 +49,9 @@ def describe(path, salt=None):
     if stat.S_ISLNK(info.st_mode):
         return "-", os.readlink(path)
     if stat.S_ISREG(info.st_mode):
-        return (_sha1(path) if salt is None else _keyed(path, salt)), "-"
+        if salt is None:
+            return _hexdigest(path, hashlib.sha1()), "-"
+        return "hmac-sha256:" + _hexdigest(path, hmac.new(salt, digestmod=hashlib.sha256)), "-"
     return "-", "-"
 
 

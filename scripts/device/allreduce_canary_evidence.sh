@@ -13,6 +13,10 @@
 # STEPS="name ..." runs only those steps (a device command may run 10 minutes; the first canary JIT-builds
 # trtllm_comm, ~270 s, into $SCRATCH/flashinfer-ws, which later calls on the same warm machine reuse).
 # SCRATCH (default /tmp) holds the installed wheels and FlashInfer's workspace.
+# SHARED_GPU_RANKS=N is a rehearsal, never evidence: N ranks on GPU 0 of a one-GPU machine (shared_gpu_rank.sh), so
+# that the canaries' multi-rank code (IPC workspaces, SGLang's call, the chains, the checks) runs on real kernels
+# before a multi-GPU machine is lent. The GPU time-slices the ranks: no timing, no tuning, no benchmark, and what
+# happens between GPUs (NVLink/PCIe, ordering across devices) is not tested. The bundle says so.
 set -uo pipefail
 . "$(dirname "$0")/device-env.sh"
 multicast_off
@@ -56,18 +60,25 @@ if [ -n "${JIT_CACHE:-}" ]; then
     log "JIT cache from $JIT_CACHE unpacked" || log "JIT cache from $JIT_CACHE could not be unpacked: building"
 fi
 n=$(nvidia-smi -L | wc -l)
+gpus_said="$n GPU(s)" launch=() rehearsal=()  # what torchrun starts before the script; the flags a rehearsal adds to each canary
+if [ -n "${SHARED_GPU_RANKS:-}" ]; then
+  [[ $SHARED_GPU_RANKS =~ ^[2-8]$ ]] || { log "SHARED_GPU_RANKS must be 2 to 8, not '$SHARED_GPU_RANKS'"; exit 2; }
+  gpus_said="$n GPU(s) shared by $SHARED_GPU_RANKS ranks"
+  n=$SHARED_GPU_RANKS launch=(--no-python bash scripts/device/shared_gpu_rank.sh "$py") rehearsal=(--no-timing --no-tune)
+fi
 { nvidia-smi -L; nvidia-smi topo -m; nvcc --version | tail -n 2
   "$py" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
   "$py" -c 'import flashinfer, flashinfer.comm as c
 print("flashinfer", flashinfer.__version__, "PcieIpcAllReduceWorkspace", hasattr(c, "PcieIpcAllReduceWorkspace"))'
   ls "$site" | grep -i 'dist-info'; } > "$RES/machine.txt" 2>&1
-log "python $py, $n GPU(s), sglang source $sglang_site, FLASHINFER_CUDA_ARCH_LIST=$FLASHINFER_CUDA_ARCH_LIST"
+log "python $py, $gpus_said, sglang source $sglang_site, FLASHINFER_CUDA_ARCH_LIST=$FLASHINFER_CUDA_ARCH_LIST"
 
 run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, record wall time and exit code
   local name=$1 limit=$2; shift 2
   if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return 0; fi
   local t0=$SECONDS
-  timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "$@" > "$RES/$name.log" 2>&1
+  timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "${launch[@]}" "$@" \
+    "${rehearsal[@]}" > "$RES/$name.log" 2>&1
   local rc=$?
   log "$name: rc=$rc wall=$((SECONDS - t0))s"
 }
@@ -105,24 +116,28 @@ run canary_pcie_ipc_corrupt 180 "$canary" --path pcie_ipc "${spec[@]}" --no-tune
   --out "$RES/canary_pcie_ipc_corrupt.json"
 # 6. all-reduce inside CUDA graphs: NCCL's defaults (none of the image's NCCL settings, multicast still off) with a
 # pcie_ipc column where FlashInfer has it, then each candidate NCCL setting (NCCL alone: PCIe IPC does not read them)
-nccl_defaults
-run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$RES/bench_defaults.json"
-while read -r name setting; do
-  (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --pcie-ipc off --tokens 1,2,4,8,16,32,64,128 \
-    --out "$RES/bench_$name.json")
-done < <(nccl_candidates)
+if [ -z "${SHARED_GPU_RANKS:-}" ]; then  # (a rehearsal times nothing)
+  nccl_defaults
+  run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$RES/bench_defaults.json"
+  while read -r name setting; do
+    (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --pcie-ipc off --tokens 1,2,4,8,16,32,64,128 \
+      --out "$RES/bench_$name.json")
+  done < <(nccl_candidates)
+fi
 # The JIT cache for the next machine (its autotune results stay: they belong to this machine's topology), in parts
 # a returned file may hold.
 XZ_OPT="-6 -T0" tar -C "$FLASHINFER_WORKSPACE_BASE" --exclude=./autotune -cJf - . |
   split -b 15m - "$OUT/flashinfer-jit-cache.tar.xz.part-" &&
   log "JIT cache: $(cat "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -c) bytes in $(ls "$OUT"/flashinfer-jit-cache.tar.xz.part-* | wc -l) part(s)"
 # One bundle, so a limit on returned files loses nothing.
-"$py" - "$RES" "$draft_tokens" "$max_batch" <<'PY' > "$RES/allreduce_canary_evidence.json"
+"$py" - "$RES" "$draft_tokens" "$max_batch" "${SHARED_GPU_RANKS:-0}" <<'PY' > "$RES/allreduce_canary_evidence.json"
 import glob, json, os, sys
 out = sys.argv[1]
 bundle = {"steps": open(os.path.join(out, "steps.log")).read().splitlines(),
           "machine": open(os.path.join(out, "machine.txt")).read().splitlines(),
           "canary_spec": {"draft_tokens": int(sys.argv[2]), "max_batch": int(sys.argv[3])}, "results": {}}
+if int(sys.argv[4]):
+    bundle["shared_gpu_ranks"] = int(sys.argv[4])
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
     if not path.endswith(("allreduce_canary_evidence.json", "evidence_check.json")):
         bundle["results"][os.path.basename(path)[:-5]] = json.load(open(path))

@@ -98,7 +98,7 @@ def test_another_gpu_count_a_step_that_ended_otherwise_and_no_spec_are_problems(
                        for line in bundle["steps"]]
     del bundle["canary_spec"]
     text = problems(bundle)
-    assert "canary_pcie_ipc: world size 2 on a machine of 8 GPU(s)" in text
+    assert "canary_pcie_ipc: world size 2, but the run started 8 rank(s)" in text
     assert "canary_sglang_call: rc 124, expected 0" in text
     assert "canary_spec: the bundle does not say" in text
 
@@ -134,3 +134,31 @@ def test_a_nan_only_where_each_call_reads_the_last_ones_output_is_a_finding_not_
     assert hazard and "canary_consumer_vllm" in hazard[0]
     assert "canary_consumer_sglang: FAILED: tokens %d (graph x6): 8 NaN/Inf" % SPECULATIVE[0] in "\n".join(
         verdict["findings"])
+
+
+def test_a_corrupted_canary_that_exited_0_is_a_problem():
+    bundle = complete_bundle(2)
+    bundle["steps"] = [line.replace("canary_corrupt: rc=1", "canary_corrupt: rc=0") for line in bundle["steps"]]
+    assert "canary_corrupt: rc 0, expected 1 or 3" in problems(bundle)
+
+
+REHEARSAL = os.path.join(REPO, "tests", "fixtures", "device", "h200x1_shared2_allreduce_rehearsal.json")
+
+
+def test_the_one_gpu_rehearsal_ran_every_canary_as_evidence_would_and_is_not_evidence():
+    """The real run of 2026-12-04 (two ranks sharing one H200, SHARED_GPU_RANKS=2): SGLang's call at every
+    speculative shape, the consumer chains, both forced shot modes and PCIe IPC passed; both corrupted ranks failed
+    at every shape. What keeps it from being evidence is that it is a rehearsal, and that it times nothing."""
+    with open(REHEARSAL, encoding="utf-8") as handle:
+        bundle = json.load(handle)
+    verdict = checker.check(copy.deepcopy(bundle), canary)
+    assert verdict["gpus"] == 1 and not verdict["passed"]
+    assert verdict["problems"][0].startswith("a rehearsal: 2 ranks shared one GPU")
+    assert all(problem.startswith("bench_") for problem in verdict["problems"][1:])
+    results = bundle["results"]
+    sglang = results["canary_sglang_call"]
+    oneshot = [s for s in sglang["sizes"] if s.get("oneshot")]
+    assert oneshot and all(s["trigger_completion_at_end"] is False for s in oneshot)  # SGLang's hazardous setting
+    for step in checker.MUST_FAIL:
+        ran = {s["tokens"] for s in results[step]["sizes"] if not s.get("skipped")}
+        assert sorted(ran) == results[step]["failed_tokens"]  # every shape the corrupted rank reached failed

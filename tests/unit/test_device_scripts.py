@@ -173,3 +173,50 @@ def test_a_run_split_over_calls_of_one_machine_bundles_every_step_so_far(tmp_pat
     assert sorted(bundle["results"]) == ["bench_defaults", "canary_corrupt", "canary_sglang_call"]
     ran = [line.split(":")[1].strip() for line in bundle["steps"] if ": rc=" in line and "evidence check" not in line]
     assert ran == ["canary_sglang_call", "canary_corrupt", "canary_corrupt", "bench_defaults"]
+
+
+def test_a_rehearsal_puts_every_rank_on_the_one_gpu_and_is_never_evidence(tmp_path):
+    proc, calls, out = run_script(tmp_path, "allreduce_canary_evidence.sh", 1, {"SHARED_GPU_RANKS": "2"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    torchruns = [call for call in calls if call["kind"] == "torchrun"]
+    assert [step_name(call) for call in torchruns] == [  # the canaries only: a shared GPU times nothing
+        "canary_sglang_call", "canary_vllm_trigger", "canary_consumer_sglang", "canary_consumer_vllm",
+        "canary_oneshot", "canary_twoshot", "canary_corrupt", "canary_pcie_ipc", "canary_pcie_ipc_corrupt"]
+    for call in torchruns:
+        argv = call["argv"]
+        assert argv[argv.index("--nproc-per-node") + 1] == "2"
+        start = argv.index("--no-python")  # each rank through the wrapper, which then starts the image's python
+        assert argv[start + 1:start + 3] == ["bash", "scripts/device/shared_gpu_rank.sh"]
+        assert os.path.basename(argv[start + 3]) == "python3"
+        assert argv[start + 4] == "roles/fusion_patch/files/fusion_canary.py"
+        assert "--no-timing" in argv and "--no-tune" in argv
+    bundle = json.loads((out / "allreduce_canary_evidence.json").read_text())
+    assert bundle["shared_gpu_ranks"] == 2
+    assert "1 GPU(s) shared by 2 ranks" in "\n".join(bundle["steps"])
+    verdict = json.loads((out / "evidence_check.json").read_text())
+    assert not verdict["passed"] and verdict["gpus"] == 1
+    assert any(problem.startswith("a rehearsal: 2 ranks shared one GPU") for problem in verdict["problems"])
+    assert "canary_sglang_call: world size None, but the run started 2 rank(s)" in verdict["problems"]
+
+
+@pytest.mark.parametrize("value", ["1", "9", "two"])
+def test_a_rehearsal_refuses_a_rank_count_it_cannot_share(tmp_path, value):
+    proc, calls, _ = run_script(tmp_path, "allreduce_canary_evidence.sh", 1, {"SHARED_GPU_RANKS": value})
+    assert proc.returncode == 2 and not calls
+    assert "SHARED_GPU_RANKS must be 2 to 8, not '%s'" % value in proc.stdout
+
+
+def test_each_shared_rank_is_a_host_of_its_own_for_nccl_on_gpu_0():
+    seen = {}
+    for rank in ("0", "1"):
+        env = dict(os.environ, RANK=rank, LOCAL_RANK=rank)
+        proc = subprocess.run(["bash", os.path.join(DEVICE, "shared_gpu_rank.sh"), sys.executable, "-c",
+                               "import json, os; print(json.dumps(dict(os.environ)))"], env=env,
+                              capture_output=True, text=True, check=True)
+        seen[rank] = json.loads(proc.stdout)
+    assert seen["0"]["LOCAL_RANK"] == seen["1"]["LOCAL_RANK"] == "0"  # both on GPU 0
+    assert seen["0"]["NCCL_HOSTID"] != seen["1"]["NCCL_HOSTID"]  # else NCCL: "Duplicate GPU detected"
+    assert seen["1"]["NCCL_SOCKET_IFNAME"] == "lo"
+    proc = subprocess.run(["bash", os.path.join(DEVICE, "shared_gpu_rank.sh"), "true"], capture_output=True,
+                          text=True, env={k: v for k, v in os.environ.items() if k != "RANK"}, check=False)
+    assert proc.returncode != 0 and "torchrun sets RANK" in proc.stderr

@@ -142,23 +142,33 @@ def test_a_corrupted_canary_that_exited_0_is_a_problem():
     assert "canary_corrupt: rc 0, expected 1 or 3" in problems(bundle)
 
 
-REHEARSAL = os.path.join(REPO, "tests", "fixtures", "device", "h200x1_shared2_allreduce_rehearsal.json")
+REHEARSALS = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "device", "h200x1_shared*_allreduce_rehearsal.json")))
 
 
-def test_the_one_gpu_rehearsal_ran_every_canary_as_evidence_would_and_is_not_evidence():
-    """The real run of 2026-12-04 (two ranks sharing one H200, SHARED_GPU_RANKS=2): SGLang's call at every
-    speculative shape, the consumer chains, both forced shot modes and PCIe IPC passed; both corrupted ranks failed
-    at every shape. What keeps it from being evidence is that it is a rehearsal, and that it times nothing."""
-    with open(REHEARSAL, encoding="utf-8") as handle:
+@pytest.mark.parametrize("path", REHEARSALS, ids=os.path.basename)
+def test_each_one_gpu_rehearsal_ran_its_canaries_as_evidence_would_and_is_not_evidence(path):
+    """The real runs of 2026-12-04 (2, 4 and 8 ranks sharing one H200, SHARED_GPU_RANKS): SGLang's call at every
+    speculative shape and PCIe IPC passed, a corrupted rank failed at every shape it reached (the 2-rank run also
+    ran the consumer chains and forced shot modes). What keeps each from being evidence: it is a rehearsal, it
+    times nothing, and the steps it left out."""
+    ranks = int(os.path.basename(path).split("_")[1][len("shared"):])
+    with open(path, encoding="utf-8") as handle:
         bundle = json.load(handle)
+    assert bundle["shared_gpu_ranks"] == ranks
     verdict = checker.check(copy.deepcopy(bundle), canary)
     assert verdict["gpus"] == 1 and not verdict["passed"]
-    assert verdict["problems"][0].startswith("a rehearsal: 2 ranks shared one GPU")
-    assert all(problem.startswith("bench_") for problem in verdict["problems"][1:])
+    assert verdict["problems"][0].startswith("a rehearsal: %d ranks shared one GPU" % ranks)
+    assert all(" missing " in problem for problem in verdict["problems"][1:]), verdict["problems"]
     results = bundle["results"]
-    sglang = results["canary_sglang_call"]
-    oneshot = [s for s in sglang["sizes"] if s.get("oneshot")]
+    assert {"canary_sglang_call", "canary_corrupt", "canary_pcie_ipc"} <= set(results)
+    assert all(result["world_size"] == ranks for result in results.values())
+    oneshot = [s for s in results["canary_sglang_call"]["sizes"] if s.get("oneshot")]
     assert oneshot and all(s["trigger_completion_at_end"] is False for s in oneshot)  # SGLang's hazardous setting
     for step in checker.MUST_FAIL:
-        ran = {s["tokens"] for s in results[step]["sizes"] if not s.get("skipped")}
-        assert sorted(ran) == results[step]["failed_tokens"]  # every shape the corrupted rank reached failed
+        if step in results:
+            ran = {s["tokens"] for s in results[step]["sizes"] if not s.get("skipped")}
+            assert sorted(ran) == results[step]["failed_tokens"]  # every shape the corrupted rank reached failed
+
+
+def test_the_rehearsals_cover_2_4_and_8_ranks():
+    assert [int(os.path.basename(p).split("_")[1][len("shared"):]) for p in REHEARSALS] == [2, 4, 8]

@@ -9,7 +9,8 @@
 # WHEELS may also be the archive build_wheelhouse.py makes from allreduce-canary-h200-cp312.txt (FlashInfer 0.7.2
 # for the pcie_ipc rows, docs/allreduce-paths.md), unpacked here first.
 # SGLANG_SITE=<site-packages with sglang/> uses an sglang already there instead of a carried wheel.
-# JIT_CACHE=<dir> starts from the FlashInfer JIT cache an earlier run returned (see below).
+# JIT_CACHE=<dir> starts from the FlashInfer JIT cache an earlier run returned (see below); it holds only under the
+# SCRATCH it was built with (its build files name the installed sources' paths: another SCRATCH builds again).
 # STEPS="name ..." runs only those steps (a device command may run 10 minutes; the first canary JIT-builds
 # trtllm_comm, ~270 s, into $SCRATCH/flashinfer-ws, which later calls on the same warm machine reuse).
 # SCRATCH (default /tmp) holds the installed wheels and FlashInfer's workspace.
@@ -60,7 +61,8 @@ if [ -n "${JIT_CACHE:-}" ]; then
     log "JIT cache from $JIT_CACHE unpacked" || log "JIT cache from $JIT_CACHE could not be unpacked: building"
 fi
 n=$(nvidia-smi -L | wc -l)
-gpus_said="$n GPU(s)" launch=() rehearsal=()  # what torchrun starts before the script; the flags a rehearsal adds to each canary
+# what torchrun starts before the script, and the flags a rehearsal adds to each canary
+gpus_said="$n GPU(s)" launch=() rehearsal=()
 if [ -n "${SHARED_GPU_RANKS:-}" ]; then
   [[ $SHARED_GPU_RANKS =~ ^[2-8]$ ]] || { log "SHARED_GPU_RANKS must be 2 to 8, not '$SHARED_GPU_RANKS'"; exit 2; }
   gpus_said="$n GPU(s) shared by $SHARED_GPU_RANKS ranks"

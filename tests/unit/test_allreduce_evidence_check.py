@@ -142,7 +142,13 @@ def test_a_corrupted_canary_that_exited_0_is_a_problem():
     assert "canary_corrupt: rc 0, expected 1 or 3" in problems(bundle)
 
 
-REHEARSALS = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "device", "h200x1_shared*_allreduce_rehearsal.json")))
+REHEARSALS = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "device",
+                                          "h200x1_shared*_allreduce_rehearsal.json")))
+
+
+def rehearsal_ranks(path):
+    """The rank count a rehearsal's file name says (h200x1_shared<N>_...)."""
+    return int(os.path.basename(path).split("_")[1][len("shared"):])
 
 
 @pytest.mark.parametrize("path", REHEARSALS, ids=os.path.basename)
@@ -151,7 +157,7 @@ def test_each_one_gpu_rehearsal_ran_its_canaries_as_evidence_would_and_is_not_ev
     speculative shape and PCIe IPC passed, a corrupted rank failed at every shape it reached (the 2-rank run also
     ran the consumer chains and forced shot modes). What keeps each from being evidence: it is a rehearsal, it
     times nothing, and the steps it left out."""
-    ranks = int(os.path.basename(path).split("_")[1][len("shared"):])
+    ranks = rehearsal_ranks(path)
     with open(path, encoding="utf-8") as handle:
         bundle = json.load(handle)
     assert bundle["shared_gpu_ranks"] == ranks
@@ -171,4 +177,4 @@ def test_each_one_gpu_rehearsal_ran_its_canaries_as_evidence_would_and_is_not_ev
 
 
 def test_the_rehearsals_cover_2_4_and_8_ranks():
-    assert [int(os.path.basename(p).split("_")[1][len("shared"):]) for p in REHEARSALS] == [2, 4, 8]
+    assert [rehearsal_ranks(path) for path in REHEARSALS] == [2, 4, 8]

@@ -1318,17 +1318,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send(400, {"error": {"message": "sglang STAND-IN: streaming a batch is not "
                                                              "supported by the stand-in"}})
             gen = gens[0]
-            gen.streaming = True
-            self._start_stream()
-            try:
-                for state in gen.run():
-                    final = state.finish_reason is not None
-                    self._chunk("data: " + json.dumps(state.out(final)) + "\n\n")
-                self._chunk("data: [DONE]\n\n")
-                self._end_stream()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            return None
+            return self._stream(gen, (state.out(state.finish_reason is not None) for state in gen.run()))
         outs = run_batch(gens)
         return self._send(200, outs if batch else outs[0])
 
@@ -1347,6 +1337,23 @@ class Handler(BaseHTTPRequestHandler):
             self._send(*error_response("the request body must be a JSON object"))
             return None
         return body
+
+    def _stream(self, gen, events):
+        """Send `events` (JSON objects made while `gen` runs) as server-sent events, then [DONE]; a client that
+        hangs up ends it quietly."""
+        gen.streaming = True
+        self._start_stream()
+        try:
+            for event in events:
+                self._chunk("data: " + json.dumps(event) + "\n\n")
+            self._chunk("data: [DONE]\n\n")
+            self._end_stream()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    @staticmethod
+    def _include_usage(body):
+        return bool((body.get("stream_options") or {}).get("include_usage"))
 
     @staticmethod
     def _openai_params(body):
@@ -1382,32 +1389,8 @@ class Handler(BaseHTTPRequestHandler):
             if len(gens) != 1:
                 return self._send(*error_response("sglang STAND-IN: streaming several prompts or n > 1 is not "
                                                   "supported by the stand-in"))
-            gen = gens[0]
-            gen.streaming = True
-            self._start_stream()
-            try:
-                sent = ""
-                for state in gen.run():
-                    finish = state.finish_reason
-                    delta, sent = state.text[len(sent):], state.text
-                    chunk = {"id": gen.rid, "object": "text_completion", "created": created, "model": model,
-                             "choices": [{"index": 0, "text": delta, "logprobs": None,
-                                          "finish_reason": finish["type"] if finish else None,
-                                          "matched_stop": finish.get("matched") if finish else None}],
-                             "usage": None}
-                    self._chunk("data: " + json.dumps(chunk) + "\n\n")
-                options = body.get("stream_options") or {}
-                if options.get("include_usage"):
-                    usage = {"prompt_tokens": gen.prompt_tokens, "total_tokens": gen.prompt_tokens + len(gen.ids),
-                             "completion_tokens": len(gen.ids), "reasoning_tokens": 0}
-                    self._chunk("data: " + json.dumps({"id": gen.rid, "object": "text_completion",
-                                                       "created": created, "model": model, "choices": [],
-                                                       "usage": usage}) + "\n\n")
-                self._chunk("data: [DONE]\n\n")
-                self._end_stream()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            return None
+            head = {"id": gens[0].rid, "object": "text_completion", "created": created, "model": model}
+            return self._stream(gens[0], completion_events(gens[0], head, self._include_usage(body)))
         outs = run_batch(gens)
         choices = []
         for index, out in enumerate(outs):
@@ -1415,16 +1398,13 @@ class Handler(BaseHTTPRequestHandler):
             text = out["text"]
             if body.get("echo") and isinstance(gens[index].prompt, str):
                 text = gens[index].prompt + text
-            choices.append({"index": index, "text": text, "logprobs": None, "finish_reason": finish["type"],
-                            "matched_stop": finish.get("matched")})
+            choices.append(dict({"index": index, "text": text, "logprobs": None}, **finish_fields(finish)))
         prompt_tokens = sum(g.prompt_tokens for g in gens[::n])
         completion_tokens = sum(len(g.ids) for g in gens)
         return self._send(200, {
             "id": outs[0]["meta_info"]["id"], "object": "text_completion", "created": created, "model": model,
             "choices": choices,
-            "usage": {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
-                      "completion_tokens": completion_tokens, "prompt_tokens_details": None,
-                      "reasoning_tokens": 0},
+            "usage": openai_usage(prompt_tokens, completion_tokens),
             "metadata": {"weight_version": self.standin.args.weight_version}})
 
     def r_v1chat_completions(self):
@@ -1448,38 +1428,62 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(*error_response(str(exc)))
         created = int(time.time())
         if body.get("stream"):
-            gen.streaming = True
-            self._start_stream()
-            try:
-                first = {"id": gen.rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                                      "finish_reason": None, "matched_stop": None}], "usage": None}
-                self._chunk("data: " + json.dumps(first) + "\n\n")
-                sent = ""
-                for state in gen.run():
-                    finish = state.finish_reason
-                    delta, sent = state.text[len(sent):], state.text
-                    chunk = {"id": gen.rid, "object": "chat.completion.chunk", "created": created, "model": model,
-                             "choices": [{"index": 0, "delta": {"content": delta}, "logprobs": None,
-                                          "finish_reason": finish["type"] if finish else None,
-                                          "matched_stop": finish.get("matched") if finish else None}],
-                             "usage": None}
-                    self._chunk("data: " + json.dumps(chunk) + "\n\n")
-                self._chunk("data: [DONE]\n\n")
-                self._end_stream()
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            return None
+            head = {"id": gen.rid, "object": "chat.completion.chunk", "created": created, "model": model}
+            return self._stream(gen, chat_events(gen, head, self._include_usage(body)))
         out = run_batch([gen])[0]
         finish = out["meta_info"]["finish_reason"]
         return self._send(200, {
             "id": gen.rid, "object": "chat.completion", "created": created, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": out["text"],
                                                  "reasoning_content": None, "tool_calls": None},
-                         "logprobs": None, "finish_reason": finish["type"], "matched_stop": finish.get("matched")}],
-            "usage": {"prompt_tokens": gen.prompt_tokens, "total_tokens": gen.prompt_tokens + len(gen.ids),
-                      "completion_tokens": len(gen.ids), "prompt_tokens_details": None, "reasoning_tokens": 0},
+                         "logprobs": None, **finish_fields(finish)}],
+            "usage": openai_usage(gen.prompt_tokens, len(gen.ids)),
             "metadata": {"weight_version": self.standin.args.weight_version}})
+
+
+def openai_usage(prompt_tokens, completion_tokens, streamed=False):
+    """An OpenAI-style answer's `usage` (a streamed one's last chunk has no prompt_tokens_details)."""
+    usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+             "completion_tokens": completion_tokens}
+    if not streamed:
+        usage["prompt_tokens_details"] = None
+    usage["reasoning_tokens"] = 0
+    return usage
+
+
+def text_deltas(gen):
+    """Run `gen`, yielding the text each step added and the finish reason so far."""
+    sent = ""
+    for state in gen.run():
+        delta, sent = state.text[len(sent):], state.text
+        yield delta, state.finish_reason
+
+
+def finish_fields(finish):
+    return {"finish_reason": finish["type"] if finish else None,
+            "matched_stop": finish.get("matched") if finish else None}
+
+
+def usage_event(gen, head, include_usage):
+    """The last chunk of a stream whose request set stream_options.include_usage, else nothing."""
+    if include_usage:
+        yield dict(head, choices=[], usage=openai_usage(gen.prompt_tokens, len(gen.ids), streamed=True))
+
+
+def completion_events(gen, head, include_usage):
+    for delta, finish in text_deltas(gen):
+        yield dict(head, choices=[dict({"index": 0, "text": delta, "logprobs": None}, **finish_fields(finish))],
+                   usage=None)
+    yield from usage_event(gen, head, include_usage)
+
+
+def chat_events(gen, head, include_usage):
+    yield dict(head, choices=[dict({"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None},
+                                   **finish_fields(None))], usage=None)
+    for delta, finish in text_deltas(gen):
+        yield dict(head, choices=[dict({"index": 0, "delta": {"content": delta}, "logprobs": None},
+                                       **finish_fields(finish))], usage=None)
+    yield from usage_event(gen, head, include_usage)
 
 
 def run_batch(gens):

@@ -504,9 +504,19 @@ def test_v1_chat_completions(standin):
     assert status == 200 and out["object"] == "chat.completion"
     assert out["choices"][0]["message"]["role"] == "assistant" and out["usage"]["completion_tokens"] == 4
     events = server.stream("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
-                                                    "max_tokens": 4, "temperature": 0, "stream": True})
-    text = "".join(p["choices"][0]["delta"].get("content", "") for _, p in events[:-1])
+                                                    "max_tokens": 4, "temperature": 0, "stream": True,
+                                                    "stream_options": {"include_usage": True}})
+    assert events[-1][1] == "[DONE]"
+    chunks = [payload for _, payload in events[:-1]]
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all(c["object"] == "chat.completion.chunk" and c["id"] == chunks[0]["id"] for c in chunks)
+    text = "".join(c["choices"][0]["delta"]["content"] for c in chunks[:-1])
     assert text == out["choices"][0]["message"]["content"]
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length" and chunks[-1]["choices"] == []
+    assert chunks[-1]["usage"]["completion_tokens"] == 4
+    plain = server.stream("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                                   "max_tokens": 4, "temperature": 0, "stream": True})
+    assert all(p["usage"] is None and p["choices"] for _, p in plain[:-1])  # no usage chunk unless asked
 
 
 def test_throughput_matches_tokens_per_s(standin):

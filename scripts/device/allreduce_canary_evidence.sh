@@ -15,8 +15,9 @@
 # trtllm_comm, ~270 s, into $SCRATCH/flashinfer-ws, which later calls on the same warm machine reuse).
 # SCRATCH (default /tmp) holds the installed wheels and FlashInfer's workspace.
 # SHARED_GPU_RANKS=N is a rehearsal, never evidence: N ranks on GPU 0 of a one-GPU machine (shared_gpu_rank.sh), so
-# that the canaries' multi-rank code (IPC workspaces, SGLang's call, the chains, the checks) runs on real kernels
-# before a multi-GPU machine is lent. The GPU time-slices the ranks: no timing, no tuning, no benchmark, and what
+# that the multi-rank code (IPC workspaces, SGLang's call, the chains, the checks, the microbenchmark's NCCL and PCIe
+# IPC rows in CUDA graphs) runs on real kernels before a multi-GPU machine is lent. The GPU time-slices the ranks:
+# the canaries neither time nor tune, the microbenchmark runs few iterations and its figures mean nothing, and what
 # happens between GPUs (NVLink/PCIe, ordering across devices) is not tested. The bundle says so.
 set -uo pipefail
 . "$(dirname "$0")/device-env.sh"
@@ -61,12 +62,13 @@ if [ -n "${JIT_CACHE:-}" ]; then
     log "JIT cache from $JIT_CACHE unpacked" || log "JIT cache from $JIT_CACHE could not be unpacked: building"
 fi
 n=$(nvidia-smi -L | wc -l)
-# what torchrun starts before the script, and the flags a rehearsal adds to each canary
-gpus_said="$n GPU(s)" launch=() rehearsal=()
+# what torchrun starts before the script, and the flags a rehearsal adds to each canary and benchmark row
+gpus_said="$n GPU(s)" launch=() rehearsal=() bench_rehearsal=()
 if [ -n "${SHARED_GPU_RANKS:-}" ]; then
   [[ $SHARED_GPU_RANKS =~ ^[2-8]$ ]] || { log "SHARED_GPU_RANKS must be 2 to 8, not '$SHARED_GPU_RANKS'"; exit 2; }
   gpus_said="$n GPU(s) shared by $SHARED_GPU_RANKS ranks"
   n=$SHARED_GPU_RANKS launch=(--no-python bash scripts/device/shared_gpu_rank.sh "$py") rehearsal=(--no-timing --no-tune)
+  bench_rehearsal=(--iters 2 --reps 2)  # the rows' code, NCCL and PCIe IPC (tuned) in graphs; not their figures
 fi
 { nvidia-smi -L; nvidia-smi topo -m; nvcc --version | tail -n 2
   "$py" -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())'
@@ -78,9 +80,10 @@ log "python $py, $gpus_said, sglang source $sglang_site, FLASHINFER_CUDA_ARCH_LI
 run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, record wall time and exit code
   local name=$1 limit=$2; shift 2
   if [ -n "${STEPS:-}" ] && [[ " $STEPS " != *" $name "* ]]; then return 0; fi
-  local t0=$SECONDS
+  local t0=$SECONDS extra=("${rehearsal[@]}")
+  [ "$1" = "$bench" ] && extra=("${bench_rehearsal[@]}")
   timeout "$limit" "$py" -m torch.distributed.run --standalone --nproc-per-node "$n" "${launch[@]}" "$@" \
-    "${rehearsal[@]}" > "$RES/$name.log" 2>&1
+    "${extra[@]}" > "$RES/$name.log" 2>&1
   local rc=$?
   log "$name: rc=$rc wall=$((SECONDS - t0))s"
 }
@@ -118,14 +121,12 @@ run canary_pcie_ipc_corrupt 180 "$canary" --path pcie_ipc "${spec[@]}" --no-tune
   --out "$RES/canary_pcie_ipc_corrupt.json"
 # 6. all-reduce inside CUDA graphs: NCCL's defaults (none of the image's NCCL settings, multicast still off) with a
 # pcie_ipc column where FlashInfer has it, then each candidate NCCL setting (NCCL alone: PCIe IPC does not read them)
-if [ -z "${SHARED_GPU_RANKS:-}" ]; then  # (a rehearsal times nothing)
-  nccl_defaults
-  run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$RES/bench_defaults.json"
-  while read -r name setting; do
-    (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --pcie-ipc off --tokens 1,2,4,8,16,32,64,128 \
-      --out "$RES/bench_$name.json")
-  done < <(nccl_candidates)
-fi
+nccl_defaults
+run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$RES/bench_defaults.json"
+while read -r name setting; do
+  (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --pcie-ipc off --tokens 1,2,4,8,16,32,64,128 \
+    --out "$RES/bench_$name.json")
+done < <(nccl_candidates)
 # The JIT cache for the next machine (its autotune results stay: they belong to this machine's topology), in parts
 # a returned file may hold.
 XZ_OPT="-6 -T0" tar -C "$FLASHINFER_WORKSPACE_BASE" --exclude=./autotune -cJf - . |

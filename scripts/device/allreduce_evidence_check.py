@@ -21,6 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CANARY_FILE = os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canary.py")
 CANDIDATES_FILE = os.path.join(HERE, "nccl-bench-candidates.txt")
+SHARED_GPU_RANK_FILE = os.path.join(HERE, "shared-gpu-rank.env")
 MUST_FAIL = ("canary_corrupt", "canary_pcie_ipc_corrupt")
 # A failing canary exits 3; torchrun, which starts one per GPU, exits 1 when any of them fails (seen on the device
 # on 2026-12-04; the result file, not the code, tells a failed check from a crash: its failed_tokens).
@@ -46,15 +47,24 @@ def candidates():
         return [tuple(line.split()) for line in handle if line.strip() and not line.lstrip().startswith("#")]
 
 
-def nccl_multicast_off():
-    """The NCCL part of multicast-off.env, as unit_exec reads it (what every benchmark row's nccl_env holds besides
-    its own setting)."""
+def _unit_exec():
     sys.path.insert(0, HERE)
     try:
         import unit_exec  # pylint: disable=import-outside-toplevel
     finally:
         sys.path.remove(HERE)
-    return {k: v for k, v in unit_exec.MULTICAST_OFF.items() if k.startswith("NCCL_")}
+    return unit_exec
+
+
+def nccl_multicast_off():
+    """The NCCL part of multicast-off.env, as unit_exec reads it (what every benchmark row's nccl_env holds besides
+    its own setting)."""
+    return {k: v for k, v in _unit_exec().MULTICAST_OFF.items() if k.startswith("NCCL_")}
+
+
+def shared_gpu_rank_env():
+    """shared-gpu-rank.env: what each rank of a rehearsal has besides its own NCCL_HOSTID (shared_gpu_rank.sh)."""
+    return _unit_exec().read_env_file(SHARED_GPU_RANK_FILE)
 
 
 def machine_gpus(bundle):
@@ -104,8 +114,12 @@ def check_pcie_ipc(result, ranks, canary, problems):
                                                                or result.get("summary")))
 
 
-def check_bench(results, problems):
+def check_bench(results, problems, rehearsal=False):
+    """Every row there, each with its own NCCL setting and nothing else (besides multicast off; in a rehearsal, the
+    shared-GPU ranks' settings and a host id of each rank's own) and a latency at every size; the pcie_ipc column."""
     multicast = nccl_multicast_off()
+    if rehearsal:
+        multicast.update(shared_gpu_rank_env())
     rows = [("bench_defaults", "defaults", {})] + [
         ("bench_" + name, setting, dict([setting.split("=", 1)])) for name, setting in candidates()]
     tokens = None
@@ -116,7 +130,10 @@ def check_bench(results, problems):
             continue
         if row.get("label") != label:
             problems.append("%s: label %r, expected %r" % (step, row.get("label"), label))
-        if row.get("nccl_env") != dict(own, **multicast):
+        env = dict(row.get("nccl_env") or {})
+        if rehearsal and not env.pop("NCCL_HOSTID", None):
+            problems.append("%s: its ranks shared a GPU without a host id each (NCCL_HOSTID)" % step)
+        if env != dict(own, **multicast):
             problems.append("%s: ran with NCCL settings %s, expected %s" % (step, row.get("nccl_env"),
                                                                           dict(own, **multicast)))
         sizes = row.get("sizes") or []
@@ -185,7 +202,7 @@ def check(bundle, canary=None):
         check_pcie_ipc(results["canary_pcie_ipc"], ranks, canary, problems)
     else:
         problems.append("canary_pcie_ipc: missing")
-    check_bench(results, problems)
+    check_bench(results, problems, rehearsal=bool(bundle.get("shared_gpu_ranks")))
     return {"gpus": gpus, "passed": not problems, "problems": problems, "findings": findings_of(results)}
 
 

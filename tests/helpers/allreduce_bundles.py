@@ -50,3 +50,15 @@ def complete_bundle(gpus):
     steps = ["allreduce_canary: python python3, %d GPU(s), sglang source /tmp/site" % gpus] + [
         "allreduce_canary: %s: rc=%d wall=9s" % (name, 1 if name in checker.MUST_FAIL else 0) for name in results]
     return {"steps": steps, "machine": [], "canary_spec": dict(SPEC), "results": results}
+
+
+def rehearsal_bundle(ranks):
+    """complete_bundle as a SHARED_GPU_RANKS rehearsal writes it: one GPU, `ranks` ranks on it, and each benchmark
+    row's NCCL settings with the shared-GPU ranks' own (shared_gpu_rank.sh, rank 0 writes the row)."""
+    bundle = complete_bundle(ranks)
+    bundle["shared_gpu_ranks"] = ranks
+    bundle["steps"][0] = bundle["steps"][0].replace("%d GPU(s)" % ranks, "1 GPU(s) shared by %d ranks" % ranks)
+    for result in bundle["results"].values():
+        if result["tool"] == "allreduce_bench":
+            result["nccl_env"].update(checker.shared_gpu_rank_env(), NCCL_HOSTID="shared-gpu-rank-0")
+    return bundle

@@ -12,7 +12,8 @@ import json
 import os
 
 import pytest
-from tests.helpers.allreduce_bundles import SPECULATIVE, canary, canary_result, checker, complete_bundle
+from tests.helpers.allreduce_bundles import (SPECULATIVE, canary, canary_result, checker, complete_bundle,
+                                             rehearsal_bundle)
 from tests.helpers.ansible_run import REPO
 
 FIXTURES = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "device", "h200x*_allreduce_canary.json")))
@@ -89,6 +90,23 @@ def test_each_candidate_row_must_run_with_exactly_its_own_setting():
     bundle = complete_bundle(8)
     bundle["results"]["bench_defaults"]["nccl_env"] = {}  # multicast not held off
     assert "bench_defaults: ran with NCCL settings {}" in problems(bundle)
+
+
+@pytest.mark.parametrize("ranks", [2, 4, 8])
+def test_a_complete_rehearsal_falls_short_only_for_being_one(ranks):
+    verdict = checker.check(rehearsal_bundle(ranks), canary)
+    assert verdict["gpus"] == 1 and verdict["problems"] == [
+        "a rehearsal: %d ranks shared one GPU (SHARED_GPU_RANKS), which shows that the calls run, not what the "
+        "kernels do between GPUs" % ranks]
+
+
+def test_the_shared_gpu_settings_belong_to_a_rehearsal_and_each_of_its_ranks_has_a_host_id():
+    bundle = rehearsal_bundle(4)
+    del bundle["results"]["bench_defaults"]["nccl_env"]["NCCL_HOSTID"]
+    assert "bench_defaults: its ranks shared a GPU without a host id each (NCCL_HOSTID)" in problems(bundle)
+    bundle = complete_bundle(4)  # a real run's row with a rehearsal's settings: not NCCL's defaults
+    bundle["results"]["bench_defaults"]["nccl_env"].update(checker.shared_gpu_rank_env())
+    assert "bench_defaults: ran with NCCL settings" in problems(bundle)
 
 
 def test_another_gpu_count_a_step_that_ended_otherwise_and_no_spec_are_problems():

@@ -179,17 +179,22 @@ def test_a_rehearsal_puts_every_rank_on_the_one_gpu_and_is_never_evidence(tmp_pa
     proc, calls, out = run_script(tmp_path, "allreduce_canary_evidence.sh", 1, {"SHARED_GPU_RANKS": "2"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     torchruns = [call for call in calls if call["kind"] == "torchrun"]
-    assert [step_name(call) for call in torchruns] == [  # the canaries only: a shared GPU times nothing
+    assert [step_name(call) for call in torchruns] == [  # every step: the rows' code runs too, timed or not
         "canary_sglang_call", "canary_vllm_trigger", "canary_consumer_sglang", "canary_consumer_vllm",
-        "canary_oneshot", "canary_twoshot", "canary_corrupt", "canary_pcie_ipc", "canary_pcie_ipc_corrupt"]
+        "canary_oneshot", "canary_twoshot", "canary_corrupt", "canary_pcie_ipc", "canary_pcie_ipc_corrupt",
+        "bench_defaults"] + ["bench_" + name for name, _ in candidates()]
     for call in torchruns:
         argv = call["argv"]
         assert argv[argv.index("--nproc-per-node") + 1] == "2"
         start = argv.index("--no-python")  # each rank through the wrapper, which then starts the image's python
         assert argv[start + 1:start + 3] == ["bash", "scripts/device/shared_gpu_rank.sh"]
         assert os.path.basename(argv[start + 3]) == "python3"
-        assert argv[start + 4] == "roles/fusion_patch/files/fusion_canary.py"
-        assert "--no-timing" in argv and "--no-tune" in argv
+        if step_name(call).startswith("canary_"):  # the GPU time-slices the ranks: the canaries neither time nor tune
+            assert argv[start + 4] == "roles/fusion_patch/files/fusion_canary.py"
+            assert "--no-timing" in argv and "--no-tune" in argv
+        else:  # a benchmark row runs its code (PCIe IPC tuned as in a real run) with few iterations
+            assert argv[start + 4] == "roles/gpu_probes/files/allreduce_bench.py"
+            assert argv[-4:] == ["--iters", "2", "--reps", "2"] and "--no-pcie-ipc-tune" not in argv
     bundle = json.loads((out / "allreduce_canary_evidence.json").read_text())
     assert bundle["shared_gpu_ranks"] == 2
     assert "1 GPU(s) shared by 2 ranks" in "\n".join(bundle["steps"])
@@ -216,7 +221,9 @@ def test_each_shared_rank_is_a_host_of_its_own_for_nccl_on_gpu_0():
         seen[rank] = json.loads(proc.stdout)
     assert seen["0"]["LOCAL_RANK"] == seen["1"]["LOCAL_RANK"] == "0"  # both on GPU 0
     assert seen["0"]["NCCL_HOSTID"] != seen["1"]["NCCL_HOSTID"]  # else NCCL: "Duplicate GPU detected"
-    assert seen["1"]["NCCL_SOCKET_IFNAME"] == "lo"
+    shared = checker.shared_gpu_rank_env()
+    assert shared["NCCL_SOCKET_IFNAME"] == "lo"  # NCCL joins the ranks' "hosts" over loopback
+    assert all(seen[rank][name] == value for rank in seen for name, value in shared.items())
     proc = subprocess.run(["bash", os.path.join(DEVICE, "shared_gpu_rank.sh"), "true"], capture_output=True,
                           text=True, env={k: v for k, v in os.environ.items() if k != "RANK"}, check=False)
     assert proc.returncode != 0 and "torchrun sets RANK" in proc.stderr

@@ -122,7 +122,8 @@ run canary_pcie_ipc_corrupt 180 "$canary" --path pcie_ipc "${spec[@]}" --no-tune
 # 6. all-reduce inside CUDA graphs: NCCL's defaults (none of the image's NCCL settings, multicast still off) with a
 # pcie_ipc column where FlashInfer has it, then each candidate NCCL setting (NCCL alone: PCIe IPC does not read them)
 nccl_defaults
-run bench_defaults 300 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$RES/bench_defaults.json"
+# (480 s, as canary_pcie_ipc: both tune PCIe IPC; 4 ranks sharing one GPU took over 300 s to tune)
+run bench_defaults 480 "$bench" --label defaults --tokens 1,2,4,8,16,32,64,128 --out "$RES/bench_defaults.json"
 while read -r name setting; do
   (export "$setting"; run "bench_$name" 120 "$bench" --label "$setting" --pcie-ipc off --tokens 1,2,4,8,16,32,64,128 \
     --out "$RES/bench_$name.json")

@@ -196,3 +196,22 @@ def test_each_one_gpu_rehearsal_ran_its_canaries_as_evidence_would_and_is_not_ev
 
 def test_the_rehearsals_cover_2_4_and_8_ranks():
     assert [rehearsal_ranks(path) for path in REHEARSALS] == [2, 4, 8]
+
+
+def test_the_benchmark_rehearsal_ran_every_row_with_its_own_setting_and_pcie_ipc_tuned():
+    """The real run of 2026-12-04 (SHARED_GPU_RANKS=2, STEPS: the JIT build and the benchmark rows): every row ran
+    in CUDA graphs at 2 ranks with exactly its own NCCL setting besides the shared ranks' own, and the defaults row
+    built, tuned and timed PCIe IPC at every size. Its figures mean nothing (one GPU time-sliced); what keeps it
+    from being evidence is that, and the canaries it left out."""
+    with open(os.path.join(REPO, "tests", "fixtures", "device", "h200x1_shared2_bench_rehearsal.json"),
+              encoding="utf-8") as handle:
+        bundle = json.load(handle)
+    assert bundle["shared_gpu_ranks"] == 2
+    verdict = checker.check(copy.deepcopy(bundle), canary)
+    assert verdict["gpus"] == 1 and verdict["problems"][0].startswith("a rehearsal: 2 ranks shared one GPU")
+    assert all(problem.startswith("canary_") and " missing" in problem for problem in verdict["problems"][1:])
+    rows = {name: row for name, row in bundle["results"].items() if row["tool"] == "allreduce_bench"}
+    assert sorted(rows) == sorted(["bench_defaults"] + ["bench_" + name for name, _ in checker.candidates()])
+    defaults = rows["bench_defaults"]
+    assert defaults["pcie_ipc"] == "tuned" and all(size["pcie_ipc_us"] > 0 for size in defaults["sizes"])
+    assert all(row["pcie_ipc"] == "off" for name, row in rows.items() if name != "bench_defaults")

@@ -90,6 +90,15 @@ def markdown(host, record, history):
     return "\n".join(lines) + "\n"
 
 
+def _save_png(plt, fig, path):
+    """Lay the figure out and write it to `path` whole (a reader never sees half a PNG)."""
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
 def render_png(host, history, path):
     """The throughput history chart. matplotlib is part of the controller toolchain (requirements-dev.txt)."""
     import matplotlib  # pylint: disable=import-outside-toplevel
@@ -113,11 +122,7 @@ def render_png(host, history, path):
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend(loc="lower left", fontsize=8)
-    fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, format="png")
-    plt.close(fig)
-    os.replace(tmp, path)
+    _save_png(plt, fig, path)
 
 
 def render_paths_png(host, allreduce, path):
@@ -142,11 +147,7 @@ def render_paths_png(host, allreduce, path):
     ax.set_ylabel("median output tokens/s")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    tmp = path + ".tmp.png"
-    fig.savefig(tmp, format="png")
-    plt.close(fig)
-    os.replace(tmp, path)
+    _save_png(plt, fig, path)
 
 
 def write_artifacts(results_dir, host, record):

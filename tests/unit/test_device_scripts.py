@@ -175,6 +175,18 @@ def test_a_run_split_over_calls_of_one_machine_bundles_every_step_so_far(tmp_pat
     assert ran == ["canary_sglang_call", "canary_corrupt", "canary_corrupt", "bench_defaults"]
 
 
+def test_a_call_at_another_rank_count_starts_its_bundle_afresh(tmp_path):
+    scratch = str(tmp_path / "scratch")
+    for name, gpus, env in (("first", 1, {"SHARED_GPU_RANKS": "2", "STEPS": "canary_sglang_call"}),
+                            ("second", 1, {"SHARED_GPU_RANKS": "4", "STEPS": "canary_corrupt"}),
+                            ("third", 4, {"STEPS": "bench_defaults"})):
+        (tmp_path / name).mkdir()
+        _, _, out = run_script(tmp_path / name, "allreduce_canary_evidence.sh", gpus, dict(env, SCRATCH=scratch))
+        bundle = json.loads((out / "allreduce_canary_evidence.json").read_text())
+        assert sorted(bundle["results"]) == [env["STEPS"]], name  # nothing of the call before, at other ranks
+        assert sum(": rc=" in line and "evidence check" not in line for line in bundle["steps"]) == 1, name
+
+
 def test_a_rehearsal_puts_every_rank_on_the_one_gpu_and_is_never_evidence(tmp_path):
     proc, calls, out = run_script(tmp_path, "allreduce_canary_evidence.sh", 1, {"SHARED_GPU_RANKS": "2"})
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -30,9 +30,9 @@ SCRATCH=${SCRATCH:-/tmp}
 RES=$SCRATCH/allreduce-results
 mkdir -p "$OUT" "$RES"
 # ... of one rank count: what a call with another (SHARED_GPU_RANKS changed on the same warm machine) left is not
-# this run's, and is dropped before anything is logged.
+# this run's, and is dropped before anything is logged. (.ranks: a dot file, not copied to $OUT.)
 ranks="ranks: ${SHARED_GPU_RANKS:-one per GPU}; GPUs: $(nvidia-smi -L | wc -l)"
-[ "$(cat "$RES/.ranks" 2> /dev/null)" = "$ranks" ] || { rm -f "$RES"/*; echo "$ranks" > "$RES/.ranks"; }  # (not copied to $OUT)
+[ "$(cat "$RES/.ranks" 2> /dev/null)" = "$ranks" ] || { rm -f "$RES"/*; echo "$ranks" > "$RES/.ranks"; }
 trap 'cp -p "$RES"/* "$OUT"/ 2> /dev/null' EXIT
 log() { echo "allreduce_canary: $*" | tee -a "$RES/steps.log"; }
 if [ -f "$WHEELS" ]; then  # a wheelhouse archive from build_wheelhouse.py (allreduce-canary-h200-cp312.txt)

@@ -31,7 +31,8 @@ RES=$SCRATCH/allreduce-results
 mkdir -p "$OUT" "$RES"
 # ... of one rank count: what a call with another (SHARED_GPU_RANKS changed on the same warm machine) left is not
 # this run's, and is dropped before anything is logged. (.ranks: a dot file, not copied to $OUT.)
-ranks="ranks: ${SHARED_GPU_RANKS:-one per GPU}; GPUs: $(nvidia-smi -L | wc -l)"
+gpus=$(nvidia-smi -L | wc -l)
+ranks="ranks: ${SHARED_GPU_RANKS:-one per GPU}; GPUs: $gpus"
 [ "$(cat "$RES/.ranks" 2> /dev/null)" = "$ranks" ] || { rm -f "$RES"/*; echo "$ranks" > "$RES/.ranks"; }
 trap 'cp -p "$RES"/* "$OUT"/ 2> /dev/null' EXIT
 log() { echo "allreduce_canary: $*" | tee -a "$RES/steps.log"; }
@@ -65,7 +66,7 @@ if [ -n "${JIT_CACHE:-}" ]; then
   cat "$JIT_CACHE"/flashinfer-jit-cache.tar.xz.part-* | tar -xJf - -C "$FLASHINFER_WORKSPACE_BASE" &&
     log "JIT cache from $JIT_CACHE unpacked" || log "JIT cache from $JIT_CACHE could not be unpacked: building"
 fi
-n=$(nvidia-smi -L | wc -l)
+n=$gpus
 # what torchrun starts before the script, and the flags a rehearsal adds to each canary and benchmark row
 gpus_said="$n GPU(s)" launch=() rehearsal=() bench_rehearsal=()
 if [ -n "${SHARED_GPU_RANKS:-}" ]; then

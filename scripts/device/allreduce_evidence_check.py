@@ -117,9 +117,9 @@ def check_pcie_ipc(result, ranks, canary, problems):
 def check_bench(results, problems, rehearsal=False):
     """Every row there, each with its own NCCL setting and nothing else (besides multicast off; in a rehearsal, the
     shared-GPU ranks' settings and a host id of each rank's own) and a latency at every size; the pcie_ipc column."""
-    multicast = nccl_multicast_off()
+    common = nccl_multicast_off()  # what every row has besides its own setting
     if rehearsal:
-        multicast.update(shared_gpu_rank_env())
+        common.update(shared_gpu_rank_env())
     rows = [("bench_defaults", "defaults", {})] + [
         ("bench_" + name, setting, dict([setting.split("=", 1)])) for name, setting in candidates()]
     tokens = None
@@ -133,9 +133,9 @@ def check_bench(results, problems, rehearsal=False):
         env = dict(row.get("nccl_env") or {})
         if rehearsal and not env.pop("NCCL_HOSTID", None):
             problems.append("%s: its ranks shared a GPU without a host id each (NCCL_HOSTID)" % step)
-        if env != dict(own, **multicast):
+        if env != dict(own, **common):
             problems.append("%s: ran with NCCL settings %s, expected %s" % (step, row.get("nccl_env"),
-                                                                          dict(own, **multicast)))
+                                                                          dict(own, **common)))
         sizes = row.get("sizes") or []
         if not sizes or not all(isinstance(s.get("us"), (int, float)) and s["us"] > 0 for s in sizes):
             problems.append("%s: no latency at some size" % step)
@@ -173,7 +173,8 @@ def check(bundle, canary=None):
     if not spec:
         problems.append("canary_spec: the bundle does not say which speculative shapes the canaries were given")
     gpus = ranks = machine_gpus(bundle)
-    if bundle.get("shared_gpu_ranks"):  # judged at its rank count, so that it shows all but the GPUs
+    rehearsal = bool(bundle.get("shared_gpu_ranks"))
+    if rehearsal:  # judged at its rank count, so that it shows all but the GPUs
         ranks = bundle["shared_gpu_ranks"]
         problems.append("a rehearsal: %s ranks shared one GPU (SHARED_GPU_RANKS), which shows that the calls run, "
                         "not what the kernels do between GPUs" % ranks)
@@ -202,7 +203,7 @@ def check(bundle, canary=None):
         check_pcie_ipc(results["canary_pcie_ipc"], ranks, canary, problems)
     else:
         problems.append("canary_pcie_ipc: missing")
-    check_bench(results, problems, rehearsal=bool(bundle.get("shared_gpu_ranks")))
+    check_bench(results, problems, rehearsal=rehearsal)
     return {"gpus": gpus, "passed": not problems, "problems": problems, "findings": findings_of(results)}
 
 

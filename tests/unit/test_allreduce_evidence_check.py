@@ -19,6 +19,11 @@ from tests.helpers.ansible_run import REPO
 FIXTURES = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "device", "h200x*_allreduce_canary.json")))
 
 
+def load_bundle(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
 def problems(bundle):
     return "\n".join(checker.check(bundle, canary)["problems"])
 
@@ -133,8 +138,7 @@ def test_the_command_line_reads_a_file_and_refuses_an_unreadable_one(tmp_path, c
                     "and 8-GPU kinds were not lent (issues #15, #16)")
 @pytest.mark.parametrize("path", FIXTURES or [None])
 def test_every_recorded_bundle_is_evidence(path):
-    with open(path, encoding="utf-8") as handle:
-        bundle = json.load(handle)
+    bundle = load_bundle(path)
     gpus = int(os.path.basename(path).split("_")[0][len("h200x"):])
     verdict = checker.check(copy.deepcopy(bundle), canary)
     assert verdict["gpus"] == gpus and verdict["problems"] == []
@@ -176,8 +180,7 @@ def test_each_one_gpu_rehearsal_ran_its_canaries_as_evidence_would_and_is_not_ev
     ran the consumer chains and forced shot modes). What keeps each from being evidence: it is a rehearsal, it
     times nothing, and the steps it left out."""
     ranks = rehearsal_ranks(path)
-    with open(path, encoding="utf-8") as handle:
-        bundle = json.load(handle)
+    bundle = load_bundle(path)
     assert bundle["shared_gpu_ranks"] == ranks
     verdict = checker.check(copy.deepcopy(bundle), canary)
     assert verdict["gpus"] == 1 and not verdict["passed"]
@@ -203,9 +206,7 @@ def test_the_benchmark_rehearsal_ran_every_row_with_its_own_setting_and_pcie_ipc
     in CUDA graphs at 2 ranks with exactly its own NCCL setting besides the shared ranks' own, and the defaults row
     built, tuned and timed PCIe IPC at every size. Its figures mean nothing (one GPU time-sliced); what keeps it
     from being evidence is that, and the canaries it left out."""
-    with open(os.path.join(REPO, "tests", "fixtures", "device", "h200x1_shared2_bench_rehearsal.json"),
-              encoding="utf-8") as handle:
-        bundle = json.load(handle)
+    bundle = load_bundle(os.path.join(REPO, "tests", "fixtures", "device", "h200x1_shared2_bench_rehearsal.json"))
     assert bundle["shared_gpu_ranks"] == 2
     verdict = checker.check(copy.deepcopy(bundle), canary)
     assert verdict["gpus"] == 1 and verdict["problems"][0].startswith("a rehearsal: 2 ranks shared one GPU")

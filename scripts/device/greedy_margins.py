@@ -9,6 +9,8 @@ real server's own logprobs were recorded (docs/device-sglang-e2e.md).
 
     make_test_model.py --out DIR --hidden 2048 --layers 4        # the e2e's model (sglang_e2e.HIDDEN, LAYERS)
     greedy_margins.py --model DIR/target [--tokens 8] > tests/fixtures/device/test_model_greedy_margins_cpu.json
+    make_test_model.py --out DIR --arch deepseek_v3 --decisive 16  # the rehearsal's (sglang_e2e.DECISIVE)
+    greedy_margins.py --model DIR/target --decisive 16 > tests/fixtures/device/test_model_deepseek_v3_greedy_margins_cpu.json
 Needs torch, transformers and safetensors.
 """
 import argparse
@@ -39,6 +41,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="the target model's directory")
     parser.add_argument("--tokens", type=int, default=GREEDY_TOKENS)
+    parser.add_argument("--decisive", type=float, default=0, help="what the model was made with (for made_by)")
     args = parser.parse_args()
     import torch  # pylint: disable=import-outside-toplevel
     import transformers  # pylint: disable=import-outside-toplevel
@@ -46,8 +49,12 @@ def main():
     tokenizer = transformers.AutoTokenizer.from_pretrained(args.model)
     with open(os.path.join(args.model, "config.json"), encoding="utf-8") as handle:
         config = json.load(handle)
-    out = {"made_by": "scripts/device/greedy_margins.py --model <make_test_model.py --hidden %d --layers %d>/target"
-                      % (config["hidden_size"], config["num_hidden_layers"]),
+    arch = config["architectures"][0]
+    made = "--hidden %d --layers %d" % (config["hidden_size"], config["num_hidden_layers"])
+    if arch != "Qwen3ForCausalLM":
+        made = "--arch deepseek_v3 --decisive %g " % args.decisive + made
+    out = {"made_by": "scripts/device/greedy_margins.py --model <make_test_model.py %s>/target" % made,
+           "architecture": arch,
            "torch": torch.__version__, "transformers": transformers.__version__, "device": "cpu",
            "hidden_size": config["hidden_size"], "layers": config["num_hidden_layers"], "dtypes": {}}
     for name, dtype in (("bfloat16", torch.bfloat16), ("float32", torch.float32)):

@@ -94,12 +94,15 @@ def as_service(unit_path, extra_env=None):
     return unit, passed, popen
 
 
-def start(unit_path, log_path, extra_env=None):
+def start(unit_path, log_path, extra_env=None, extra_args=()):
+    """Start the unit's ExecStart as systemd would; EXTRA_ARGS (a test bed's, e.g. a shared-GPU rehearsal's) are
+    appended to it and recorded apart from the unit's own."""
     unit, passed, popen = as_service(unit_path, extra_env)
     log = open(log_path, "ab")  # pylint: disable=consider-using-with
-    proc = subprocess.Popen(unit["ExecStart"], stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, **popen)
-    return {"pid": proc.pid, "argv": unit["ExecStart"], "user": unit["User"], "cwd": unit["WorkingDirectory"],
+    proc = subprocess.Popen(unit["ExecStart"] + list(extra_args), stdin=subprocess.DEVNULL, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True, **popen)
+    return {"pid": proc.pid, "argv": unit["ExecStart"], "appended_args": list(extra_args), "user": unit["User"],
+            "cwd": unit["WorkingDirectory"],
             "environment_files": unit["EnvironmentFile"], "passed_from_host": passed,
             "added": sorted(set(extra_env or {}) | set(MULTICAST_OFF)), "log": log_path,
             "timeout_stop_s": unit.get("TimeoutStopSec", 90)}  # systemd's default without the key

@@ -25,6 +25,8 @@ description:
   - Several files change together or not at all; each new file must compile first; stale bytecode is removed.
     The exact pre-patch bytes are kept under I(state_dir) so O(state=absent) restores them byte for byte.
   - Versions are read from the venv's package metadata; nothing is imported, so no torch or GPU is needed.
+  - In every state it also reports the server flags this sglang declares for fusion on (RV(server_flag)) and for
+    fusion kept off (RV(server_no_fusion_flag)).
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:
@@ -99,6 +101,11 @@ EXAMPLES = r"""
   sglang_fusion_patch:
     venv: /opt/sglang/current
     state: absent
+  register: unfused
+
+- name: Start the server without fusion (SGLang would otherwise turn it on by itself on SM90/SM100)
+  ansible.builtin.debug:
+    msg: "python -m sglang.launch_server ... {{ unfused.server_no_fusion_flag | join(' ') }}"
 """
 
 RETURN = r"""
@@ -154,6 +161,19 @@ server_flag:
   returned: when sglang is found
   type: list
   elements: str
+server_no_fusion_flag:
+  description:
+    - Command-line arguments that keep fusion off for this sglang, read from its own argument definitions, in
+      every state (also where the patch is absent or fusion is not allowed on the host);
+      C(["--enforce-disable-flashinfer-allreduce-fusion"]) from 0.5.14, C([]) before (those releases declare no
+      such flag).
+    - SGLang turns fusion on by itself on SM90/SM100 GPUs for the architectures it knows (DeepSeek-V3, Kimi-K2.5,
+      ...) when tp > 1 and no fusion flag is given; only this flag overrides that. A server meant to run without
+      fusion passes it.
+  returned: when sglang is found
+  type: list
+  elements: str
+  sample: ["--enforce-disable-flashinfer-allreduce-fusion"]
 foreign_files:
   description: Files this module once patched that something else changed since; left alone.
   returned: state=absent

@@ -442,3 +442,67 @@ def server_flag(sources):
     if bool_flag:
         return ["--enable-flashinfer-allreduce-fusion"]
     return []
+
+
+NO_FUSION_FLAG = "--enforce-disable-flashinfer-allreduce-fusion"
+_NO_FUSION_FIELD = "enforce_disable_flashinfer_allreduce_fusion"
+
+
+def _name_of(node):
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+
+
+def _annotated_cli_name(annotation, field):
+    """The flag an annotated field ``name: A[T, "help" | Arg(...), ...]`` becomes (0.5.14+), or None.
+
+    As ``arg_utils.add_cli_args_from_dataclass`` does it: the first help string or ``Arg(...)`` makes the field a
+    flag, ``--name-with-dashes`` unless ``Arg(cli_name=...)`` renames it; ``Arg(no_cli=True)`` hides it; a field with
+    only ``NS(...)``/``Derived(...)`` metadata, or a plain annotation, is not a flag.
+    """
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body  # a quoted annotation
+        except SyntaxError:
+            return None
+    if not isinstance(annotation, ast.Subscript) or _name_of(annotation.value) not in ("A", "Annotated"):
+        return None
+    args = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+    own = "--" + field.replace("_", "-")
+    for meta in args[1:]:
+        if isinstance(meta, ast.Call) and _name_of(meta.func) == "Arg":
+            keywords = dict((k.arg, k.value) for k in meta.keywords if k.arg)
+            hidden = keywords.get("no_cli")
+            if isinstance(hidden, ast.Constant) and hidden.value is True:
+                return None
+            renamed = keywords.get("cli_name")
+            if renamed is not None:
+                return renamed.value if isinstance(renamed, ast.Constant) else None
+            return own
+        if isinstance(meta, (ast.JoinedStr, ast.BinOp)) or \
+                (isinstance(meta, ast.Constant) and isinstance(meta.value, str)):
+            return own
+    return None
+
+
+def server_no_fusion_flag(sources):
+    """CLI flag that keeps fusion off, read from SGLang's own argument definitions; [] where it declares none.
+
+    SGLang turns FlashInfer allreduce fusion on by itself on SM90/SM100 for the architectures it knows
+    (DeepseekV3ForCausalLM, KimiK25ForConditionalGeneration, ...) when tp > 1 and no fusion flag is given; only
+    ``--enforce-disable-flashinfer-allreduce-fusion`` (a boolean, 0.5.14+) overrides that. ``sources`` as for
+    ``server_flag``: the flag counts where an ``add_argument`` call declares it or an annotated field becomes it.
+    """
+    for path, data in sources:
+        try:
+            tree = ast.parse(data, filename=path)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                    node.target.id == _NO_FUSION_FIELD:
+                if _annotated_cli_name(node.annotation, node.target.id) == NO_FUSION_FLAG:
+                    return [NO_FUSION_FLAG]
+            elif isinstance(node, ast.Call) and _name_of(node.func) == "add_argument" and \
+                    any(isinstance(arg, ast.Constant) and arg.value == NO_FUSION_FLAG for arg in node.args):
+                return [NO_FUSION_FLAG]
+    return []

@@ -109,10 +109,19 @@ def sm120_helpers(venv):
     return found
 
 
-def server_flag_for(venv):
+def _server_arg_sources(venv):
+    """(path, bytes) of the files SGLang declares its server flags in: server_args.py, arg_groups/fields/*.py."""
     paths = [venv.path("sglang/srt/server_args.py")]
     paths += sorted(glob.glob(venv.path("sglang/srt/arg_groups/fields/*.py")))
-    return fg.server_flag([(p, af.read_bytes(p)) for p in paths if os.path.isfile(p)])
+    return [(p, af.read_bytes(p)) for p in paths if os.path.isfile(p)]
+
+
+def server_flag_for(venv):
+    return fg.server_flag(_server_arg_sources(venv))
+
+
+def server_no_fusion_flag_for(venv):
+    return fg.server_no_fusion_flag(_server_arg_sources(venv))
 
 
 def load_state(state_dir):
@@ -182,6 +191,7 @@ def _diff(rel, root, before, after):
 
 
 def _base_result(venv):
+    sources = _server_arg_sources(venv)
     return {
         "changed": False,
         "venv": venv.venv,
@@ -189,7 +199,8 @@ def _base_result(venv):
         "sglang_version": venv.sglang_version,
         "flashinfer_version": venv.flashinfer_version,
         "state_file": os.path.join(venv.state_dir, "state.json"),
-        "server_flag": server_flag_for(venv),
+        "server_flag": fg.server_flag(sources),
+        "server_no_fusion_flag": fg.server_no_fusion_flag(sources),
         "layout": None,
         "sites": [],
         "files": [],

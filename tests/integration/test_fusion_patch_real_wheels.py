@@ -81,9 +81,14 @@ def test_full_cycle_on_real_release(release, tmp_path):
     originals = {rel: wheels.original_bytes(sglang_whl, rel) for rel in guard_hashes(site)}
     pristine = guard_hashes(site)
 
+    # The off switch (SGLang turns fusion on by itself on SM90/SM100 for the architectures it knows) is declared
+    # from 0.5.14; the module reports it in every state, refusals included.
+    no_fusion = ["--enforce-disable-flashinfer-allreduce-fusion"] if version_tuple(release) >= (0, 5, 14) else []
+
     if version_tuple(pinned) < (0, 6, 17):
         refused = run_module("sglang_fusion_patch", {"venv": venv})
         assert refused.get("failed"), refused
+        assert refused["server_no_fusion_flag"] == no_fusion
         if pinned_whl:
             assert "flashinfer-python %s" % pinned in refused["msg"] and "garbage" in refused["msg"]
         else:
@@ -97,6 +102,7 @@ def test_full_cycle_on_real_release(release, tmp_path):
     assert check["changed"] and not check.get("failed"), check
     assert guard_hashes(site) == pristine, "check mode wrote something"
     assert check["sglang_version"] == release
+    assert check["server_no_fusion_flag"] == no_fusion
     assert len(check["diff"]) == len([f for f in check["files"] if f["changed"]])
     assert all(d["before"] != d["after"] for d in check["diff"])
 
@@ -111,6 +117,7 @@ def test_full_cycle_on_real_release(release, tmp_path):
         assert applied["server_flag"] == ["--flashinfer-allreduce-fusion-backend", "trtllm"]
     else:
         assert applied["server_flag"] == ["--enable-flashinfer-allreduce-fusion"]
+    assert applied["server_no_fusion_flag"] == no_fusion
     for entry in applied["files"]:
         assert sha(entry["path"]) == entry["sha256_after"]
     assert_all_gates_admit(venv, site, changed_paths)
@@ -129,9 +136,11 @@ def test_full_cycle_on_real_release(release, tmp_path):
 
     reverted = run_module("sglang_fusion_patch", absent)
     assert reverted["changed"], reverted
+    assert reverted["server_no_fusion_flag"] == no_fusion
     for rel, data in originals.items():
         with open(os.path.join(site, rel), "rb") as handle:
             assert handle.read() == data, "%s is not byte-identical to the wheel's" % rel
 
     reverted_again = run_module("sglang_fusion_patch", absent)
     assert not reverted_again["changed"] and not reverted_again.get("failed"), reverted_again
+    assert reverted_again["server_no_fusion_flag"] == no_fusion  # absent with nothing to restore: still said

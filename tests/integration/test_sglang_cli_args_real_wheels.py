@@ -124,6 +124,29 @@ def test_fusion_flags(release, flags_of, sources):
     assert cli.check_argv(flags, ["--model-path", "m"] + published)[0] == []
 
 
+# 0.5.17 too: the device machine's release (tests/integration/test_allreduce_paths_real_wheels.py fetches it).
+@pytest.mark.parametrize("release", sorted(RELEASES + ["0.5.17"], key=version_tuple))
+def test_no_fusion_flag(release, flags_of, sources):
+    """The off switch: SGLang turns fusion on by itself on SM90/SM100 for the architectures it knows (tp > 1, no
+    fusion flag); --enforce-disable-flashinfer-allreduce-fusion, declared from 0.5.14, is the one flag that wins."""
+    flags = flags_of(release)
+    off = "--enforce-disable-flashinfer-allreduce-fusion"
+    root = sources(release)
+    paths = [os.path.join(root, cli.SERVER_ARGS)] + glob.glob(os.path.join(root, "sglang/srt/arg_groups/fields/*.py"))
+    published = fg.server_no_fusion_flag([(path, read_bytes(path)) for path in paths])
+    if version_tuple(release) >= (0, 5, 14):
+        assert published == [off]
+        entry = flags[off]
+        assert not entry["takes_value"] and not entry["deprecated"] and entry["refuses"] is None
+        assert entry["dest"] == "enforce_disable_flashinfer_allreduce_fusion"
+        assert entry["source"] == ("sglang/srt/arg_groups/fields/exec_.py" if version_tuple(release) >= (0, 5, 21)
+                                   else cli.SERVER_ARGS)
+        errors, parsed = cli.check_argv(flags, ["--model-path", "m"] + published)
+        assert errors == [] and parsed["enforce_disable_flashinfer_allreduce_fusion"] is True
+    else:
+        assert published == [] and off not in flags  # no off switch: fusion auto-enabled there stays on
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_cuda_graph_max_bs(release, flags_of):
     """Renamed per phase in 0.5.14 (old name kept as a deprecated alias), the alias dropped in 0.5.21."""

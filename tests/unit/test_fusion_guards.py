@@ -216,3 +216,44 @@ def test_unicode_before_a_gate_keeps_byte_offsets_right():
 ])
 def test_server_flag_read_from_argument_definitions(body, expected):
     assert fg.server_flag([("server_args.py", body)]) == expected
+
+
+OFF = ["--enforce-disable-flashinfer-allreduce-fusion"]
+
+
+@pytest.mark.parametrize("body,expected", [
+    # 0.5.14-0.5.19 on ServerArgs, 0.5.21+ on the namespace classes of arg_groups/fields: a help string makes the flag
+    (b"class ServerArgs:\n    enforce_disable_flashinfer_allreduce_fusion: A[\n"
+     b"        bool, 'Enforce disable FlashInfer allreduce fusion.', NS('exec.comm')\n    ] = False\n", OFF),
+    (b"class Exec:\n    enforce_disable_flashinfer_allreduce_fusion: Annotated[bool, Arg(help='x')] = False\n", OFF),
+    (b"class E:\n    enforce_disable_flashinfer_allreduce_fusion: 'A[bool, \"Enforce disable.\"]' = False\n", OFF),
+    (b"class E:\n    enforce_disable_flashinfer_allreduce_fusion: A[bool, ('Enforce ' 'disable ' + 'it.')] = False\n",
+     OFF),
+    (b"class E:\n    enforce_disable_flashinfer_allreduce_fusion: A[bool, Arg(\n"
+     b"        cli_name='--enforce-disable-flashinfer-allreduce-fusion')] = False\n", OFF),
+    # the add_argument style of releases before the annotated fields
+    (b"def add(parser):\n    parser.add_argument(\n        '--enforce-disable-flashinfer-allreduce-fusion',\n"
+     b"        action='store_true')\n", OFF),
+    # hidden from the command line, renamed, metadata only, a plain dataclass field: no such flag
+    (b"class E:\n    enforce_disable_flashinfer_allreduce_fusion: A[bool, Arg(no_cli=True), NS('x')] = False\n", []),
+    (b"class E:\n    enforce_disable_flashinfer_allreduce_fusion: A[bool, Arg(cli_name='--no-fusion')] = False\n", []),
+    (b"class E:\n    enforce_disable_flashinfer_allreduce_fusion: A[bool, NS('exec.comm')] = False\n", []),
+    (b"class ServerArgs:\n    enforce_disable_flashinfer_allreduce_fusion: bool = False\n", []),
+    # the flag named in a log message, not declared (0.5.17's arg_groups/overrides.py)
+    (b"logger.info('FlashInfer allreduce fusion is forcibly disabled '\n"
+     b"            'via --enforce-disable-flashinfer-allreduce-fusion.')\n"
+     b"x = '--enforce-disable-flashinfer-allreduce-fusion'\n", []),
+    # the fusion-on flags alone (0.5.4-0.5.9 have no off switch)
+    (b"def add(parser):\n    parser.add_argument('--enable-flashinfer-allreduce-fusion', action='store_true')\n", []),
+    (b"class ServerArgs:\n    def broken(:\n", []),
+])
+def test_no_fusion_flag_read_from_argument_definitions(body, expected):
+    assert fg.server_no_fusion_flag([("server_args.py", body)]) == expected
+
+
+def test_no_fusion_flag_found_in_any_of_the_sources():
+    sources = [("server_args.py", b"class ServerArgs:\n    tp_size: A[int, 'TP.'] = 1\n"),
+               ("arg_groups/fields/exec_.py",
+                b"class Exec:\n    enforce_disable_flashinfer_allreduce_fusion: A[bool, 'Off.'] = False\n")]
+    assert fg.server_no_fusion_flag(sources) == OFF
+    assert fg.server_no_fusion_flag(sources[:1]) == [] and fg.server_no_fusion_flag([]) == []

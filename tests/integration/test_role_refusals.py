@@ -85,6 +85,8 @@ def test_sglang_server_refuses_what_a_pattern_end_or_int_would_let_through(tmp_p
     (["--config", "/tmp/evil.yaml"], "--config", "options file carries the API key"),
     (["--enable-flashinfer-allreduce-fusion"], "--enable-flashinfer-allreduce-fusion", "sglang_allreduce_path"),
     (["--tensor-parallel-size", "8"], "--tensor-parallel-size", "sglang_server_tp_size"),
+    (["--enforce-disable-flashinfer-allreduce-fusion"], "--enforce-disable-flashinfer-allreduce-fusion",
+     "sglang_server_no_fusion_args"),
 ])
 def test_sglang_server_refuses_extra_arguments_it_sets_itself(tmp_path, extra, flag, instead):
     task, msg = refused(tmp_path, "sglang_server", server_vars(tmp_path, sglang_server_extra_args=["--enable-metrics"]
@@ -92,6 +94,15 @@ def test_sglang_server_refuses_extra_arguments_it_sets_itself(tmp_path, extra, f
     assert task == "Refuse extra arguments that set what the role sets"
     assert "%s: set " % flag in msg and instead in msg, msg
     assert "s3cr3t-value" not in msg
+
+
+@pytest.mark.parametrize("value", [["--disable-custom-all-reduce"], ["--enforce-disable-flashinfer-allreduce-fusion=1"],
+                                   ["--enable-flashinfer-allreduce-fusion"]])
+def test_sglang_server_takes_only_the_off_switch_as_its_no_fusion_flag(tmp_path, value):
+    task, msg = refused(tmp_path, "sglang_server", server_vars(tmp_path, sglang_server_no_fusion_args=value))
+    assert task == "Check the flag that keeps fusion off"
+    assert "sglang_server_no_fusion_args" in msg and value[0] in msg
+    assert "may hold only --enforce-disable-flashinfer-allreduce-fusion" in msg
 
 
 @pytest.mark.parametrize("key,rule", [

@@ -19,6 +19,9 @@ description:
     (FlashInfer's PCIe IPC all-reduce, FlashInfer >= 0.7.0 with SGLang 0.5.21+), C(fusion+pcie_ipc) (both)."
   - For the requested path (or every path, for C(auto)) says whether it can run with this server's parallelism and
     returns the server arguments and environment it needs, or the reasons it cannot run.
+  - "The paths without fusion (C(nccl), C(pcie_ipc)) carry the flag that keeps fusion off where the release declares
+    one (C(--enforce-disable-flashinfer-allreduce-fusion), 0.5.14+): SGLang turns fusion on by itself on SM90/SM100
+    for the architectures it knows (DeepSeek-V3, Kimi-K2.5, ...) when tp > 1 and no fusion flag is given."
   - Changes nothing on the host; C(changed) is always false.
 author:
   - gpufleet sglang maintainers (@gpufleet)
@@ -187,7 +190,9 @@ why:
   returned: success
   type: str
 server_args:
-  description: Server arguments the selected path needs.
+  description:
+    - Server arguments the selected path needs; on a path without fusion, the flag that keeps it off where the
+      release declares one.
   returned: success
   type: list
   elements: str

@@ -5,6 +5,8 @@ A path is a combination of two optional kernels on top of NCCL:
 
 * ``fusion``: FlashInfer's fused allreduce + residual + RMSNorm (trtllm backend), turned on by the server flag
   the installed SGLang declares (on SM120 only once ``sglang_fusion_patch`` admitted it and its canary passed);
+  the paths without it pass the flag that keeps it off, where the release declares one (SGLang turns fusion on by
+  itself on SM90/SM100 for the architectures it knows);
 * ``pcie_ipc``: FlashInfer >= 0.7.0's ``PcieIpcAllReduceWorkspace``, turned on in SGLang 0.5.21+ by the
   environment variable ``SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1``.
 
@@ -153,6 +155,8 @@ def source_facts(files, versions):
         "sglang_version": sg_version,
         "flashinfer_version": fi_version,
         "fusion_flag": fg.server_flag(server_args),
+        # SGLang turns fusion on by itself on SM90/SM100 for the architectures it knows: the paths without it say so
+        "no_fusion_flag": fg.server_no_fusion_flag(server_args),
         # _resolve_backend: "FlashInfer allreduce fusion trtllm backend supports single-node only." (0.5.14+)
         "fusion_single_node_only": "trtllm backend supports single-node only" in files.get(SG_FUSION, ""),
         "trtllm_oneshot_world_sizes": sorted(heuristics) if isinstance(heuristics, dict) else None,
@@ -337,6 +341,11 @@ def _candidate(path, facts, setup):
     if "fusion" in parts:
         reasons += fusion_reasons(facts, setup)
         server_args += facts["fusion_flag"]
+    else:
+        server_args += facts.get("no_fusion_flag") or []
+        if facts.get("no_fusion_flag"):
+            notes.append("%s: SGLang would otherwise turn fusion on by itself on SM90/SM100 for the architectures it "
+                         "knows" % " ".join(facts["no_fusion_flag"]))
     if facts["sglang_pcie_ipc_switch"]:
         environment[PCIE_SWITCH] = "1" if "pcie_ipc" in parts else "0"
     if "pcie_ipc" in parts:

@@ -14,6 +14,7 @@ from tests.helpers.ansible_run import run_module
 pytestmark = pytest.mark.wheels
 
 AUTOTUNE = "/var/lib/sglang/flashinfer/autotune"
+OFF = ["--enforce-disable-flashinfer-allreduce-fusion"]  # SGLang's own off switch (0.5.14+): the paths without fusion
 SPEC = dict(speculative=True, speculative_num_draft_tokens=4, cuda_graph_max_bs=16, hidden_size=7168)
 
 
@@ -74,7 +75,10 @@ def test_0523_runs_every_path_with_its_flags_and_environment(v0523):
     assert both["server_args"] == ["--flashinfer-allreduce-fusion-backend", "trtllm", "--disable-custom-all-reduce"]
     assert both["environment"] == {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1", "FLASHINFER_AUTOTUNE_DIR": AUTOTUNE,
                                    "SGLANG_PCIE_IPC_MAX_NUMEL": str(16 * 4 * 7168)}
-    assert result["paths"]["nccl"]["server_args"] == []
+    assert result["facts"]["no_fusion_flag"] == OFF
+    assert result["paths"]["nccl"]["server_args"] == OFF
+    assert result["paths"]["pcie_ipc"]["server_args"] == OFF + ["--disable-custom-all-reduce"]
+    assert result["paths"]["fusion"]["server_args"] == ["--flashinfer-allreduce-fusion-backend", "trtllm"]
 
 
 @pytest.mark.parametrize("tp", [2, 4, 8])
@@ -89,7 +93,7 @@ def test_0523_pcie_ipc_explicitly(v0523, tp):
 
 def test_0523_pcie_ipc_without_custom_allreduce_override(v0523):
     result = paths(v0523, path="pcie_ipc", pcie_ipc_exclusive=False)
-    assert result["server_args"] == []
+    assert result["server_args"] == OFF
     assert any("dispatched first" in note for note in result["notes"])
 
 
@@ -153,12 +157,14 @@ def test_0517_device_install_has_neither_switch_nor_kernel(v0517):
     assert result["facts"]["sglang_version"] == "0.5.17"
     auto = paths(v0517, **SPEC)
     assert auto["candidates"] == ["fusion", "nccl"] and auto["environment"] == {}
+    assert auto["paths"]["nccl"]["server_args"] == OFF
 
 
 def test_0514_with_its_pinned_flashinfer_refuses_fusion(v0514):
     result = refused(v0514, "fusion", "flashinfer-python 0.6.12 is older than 0.6.17", "PR #3903")
     auto = paths(v0514)
     assert auto["path"] == "nccl" and auto["candidates"] == ["nccl"] and "fusion cannot run" in auto["why"]
+    assert auto["server_args"] == OFF  # the first release with the off switch
     assert result["facts"]["trtllm_oneshot_world_sizes"] == [2, 4, 8]
 
 

@@ -10,6 +10,7 @@ pytestmark = pytest.mark.wheels
 
 PLAYBOOK = "tests/playbooks/sglang_allreduce_local.yml"
 FUSION_FLAG = ["--flashinfer-allreduce-fusion-backend", "trtllm"]
+OFF = ["--enforce-disable-flashinfer-allreduce-fusion"]  # 0.5.23's switch that keeps fusion off: on the nccl path
 
 
 @pytest.fixture
@@ -88,7 +89,7 @@ def test_auto_without_fusion_patch_is_nccl_and_says_why(venv, tmp_path):
                      fusion_patch_canary_report={"summary": "fusion canary FAILED on 2 GPU(s)"})
     assert rc == 0, failure(report)
     facts = published(report)
-    assert facts["sglang_allreduce_server_args"] == [] and "fusion" not in facts["sglang_allreduce_candidates"]
+    assert facts["sglang_allreduce_server_args"] == OFF and "fusion" not in facts["sglang_allreduce_candidates"]
     assert any("canary FAILED" in r for r in facts["sglang_allreduce_result"]["refused"]["fusion"])
 
 
@@ -138,7 +139,7 @@ def test_auto_renders_the_recorded_winner_while_the_candidates_are_the_same(venv
     rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
     assert rc == 0, failure(report)
     facts = published(report)
-    assert facts["sglang_allreduce_applied"] == "nccl" and facts["sglang_allreduce_server_args"] == []
+    assert facts["sglang_allreduce_applied"] == "nccl" and facts["sglang_allreduce_server_args"] == OFF
     assert facts["sglang_allreduce_result"]["measured"] is True
     assert "measured it fastest and correct" in facts["sglang_allreduce_result"]["why"]
 

@@ -57,6 +57,22 @@ def test_explicit_refusal_carries_every_reason():
     assert caught.value.result["candidates"] == ["nccl"]
 
 
+def test_the_paths_without_fusion_pass_the_off_switch_where_the_release_has_one():
+    off = "--enforce-disable-flashinfer-allreduce-fusion"
+    declared = "class Exec:\n    enforce_disable_flashinfer_allreduce_fusion: A[bool, 'Off.'] = False\n"
+    found = ap.source_facts({ap.SG_FIELDS_DIR + "/exec_.py": declared}, {"sglang": ["0.5.23"]})
+    assert found["no_fusion_flag"] == [off]
+    result = ap.decide("auto", facts(no_fusion_flag=[off]), dict(tp_size=2, autotune_dir="/x"))
+    args = dict((path, spec["server_args"]) for path, spec in result["paths"].items())
+    assert args == {"nccl": [off], "pcie_ipc": [off, "--disable-custom-all-reduce"],
+                    "fusion": ["--flashinfer-allreduce-fusion-backend", "trtllm"],
+                    "fusion+pcie_ipc": ["--flashinfer-allreduce-fusion-backend", "trtllm", "--disable-custom-all-reduce"]}
+    assert any(note.startswith(off) for note in result["paths"]["nccl"]["notes"])
+    # a release without it (before 0.5.14): nothing to pass
+    assert facts()["no_fusion_flag"] == []
+    assert ap.decide("nccl", facts(), dict(tp_size=2))["server_args"] == []
+
+
 def test_auto_never_refuses_and_reports_the_fusion_reason():
     result = ap.decide("auto", facts(), dict(tp_size=1))
     assert result["path"] == "nccl" and "no all-reduce to fuse" in result["why"]

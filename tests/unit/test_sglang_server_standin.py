@@ -293,6 +293,16 @@ def test_fusion_lines_need_a_flag_and_more_than_one_rank(standin):
     assert fusion_lines(standin(args=FUSION).start().output()) == []  # TP 1: world_size <= 1, nothing logged
 
 
+def test_the_off_switch_is_accepted_and_keeps_fusion_off(standin):
+    """0.5.21's --enforce-disable-flashinfer-allreduce-fusion (arg_groups/fields/exec_.py): no fusion, whatever else
+    the command line says (overrides.py's _enforce_disable_allreduce_fusion runs after every other resolution)."""
+    server = standin(args=["--tp-size", "2", "--enforce-disable-flashinfer-allreduce-fusion"] + FUSION).start()
+    assert fusion_lines(server.output()) == []
+    info = server.wait_ready().request("/server_info")[1]
+    assert info["flashinfer_allreduce_fusion_backend"] is None
+    assert info["enforce_disable_flashinfer_allreduce_fusion"] is True
+
+
 def test_fusion_deprecated_flag_and_custom_error(standin):
     server = standin({"fusion_log": "skipped", "fusion_error": "boom"},
                      ["--tp", "2", "--enable-flashinfer-allreduce-fusion"]).start()
@@ -709,6 +719,11 @@ PATHS = {"allreduce_paths": {"nccl": {"tokens_per_s": 100}, "fusion": {"tokens_p
     (["--tp-size", "2"], {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"}, "nccl"),
     (["--tp-size", "6"], {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"}, "nccl"),  # world size PCIe IPC does not build
     (["--tp-size", "2"] + FUSION, {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "true"}, "fusion+pcie_ipc"),
+    # the roles' nccl and pcie_ipc paths pass 0.5.21's off switch; it wins over a fusion flag, as in the real release
+    (["--tp-size", "2", "--enforce-disable-flashinfer-allreduce-fusion"], {}, "nccl"),
+    (["--tp-size", "2", "--enforce-disable-flashinfer-allreduce-fusion"], {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "1"},
+     "pcie_ipc"),
+    (["--tp-size", "2", "--enforce-disable-flashinfer-allreduce-fusion"] + FUSION, {}, "nccl"),
 ])
 def test_the_allreduce_path_is_read_from_the_flags_and_environment(standin, args, env, path):
     server = standin(PATHS, args, env=env).start().wait_ready()
@@ -789,6 +804,10 @@ def test_flags_checked_with_the_installed_sglang(standin, sglang_0521_site):
     server = standin(args=["--tp", "2", "--cuda-graph-max-bs-decode", "8", "--enable-mixed-chunk"] + FUSION,
                      env=env).start()
     assert "Flags checked with SGLang 0.5.21's own flag definitions" in server.output()
+    # the off switch the roles pass on the paths without fusion: 0.5.21 declares it, and it wins
+    off = standin(args=["--tp", "2", "--enforce-disable-flashinfer-allreduce-fusion"] + FUSION, env=env).start()
+    assert "Flags checked with SGLang 0.5.21's own flag definitions" in off.output()
+    assert off.wait_ready().request("/server_info")[1]["flashinfer_allreduce_fusion_backend"] is None
     info = server.request("/server_info")[1]
     assert info["tp_size"] == 2 and info["cuda_graph_max_bs_decode"] == 8  # --tp: an abbreviation argparse takes
     assert info["enable_mixed_chunk"] is True and info["version"] == "0.5.21"

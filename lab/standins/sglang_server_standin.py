@@ -546,6 +546,22 @@ def _from_config(hf, key):
     return text.get(key) if isinstance(text, dict) else None
 
 
+def noisy_rate(rate, noise_pct, draw):
+    """rate moved by draw (in [-1, 1]) times noise_pct %: within +-noise_pct % of rate."""
+    return rate * (1.0 + draw * noise_pct / 100.0)
+
+
+def step_deadlines(sizes, rate):
+    """The pacing of one request: for each forward step of `sizes` tokens, (tokens done after it, seconds after the
+    first step when it is sent): done / rate. The pauses aim at these deadlines, not at a step's length, so a late
+    step is made up by the next pause and a request of n tokens takes n / rate whatever its step sizes."""
+    plan, done = [], 0
+    for size in sizes:
+        done += size
+        plan.append((done, done / rate))
+    return plan
+
+
 class Server(object):
     """Everything the HTTP handler and the timers share."""
 
@@ -555,6 +571,8 @@ class Server(object):
         self.argv = argv
         self.lock = threading.Lock()
         self.rng = random.Random(cfg["seed"])
+        # the clock and the sleep that pace generations and the health check (tests replace them)
+        self.clock, self.sleep = time.monotonic, time.sleep
         self.started_at = time.time()
         self.ready = False
         self.startup_time = None
@@ -659,12 +677,14 @@ class Server(object):
         return tokens, top
 
     def speed(self):
+        """One request's rate: tokens_per_s (plain_tokens_per_s without speculation), with its noise drawn."""
         rate = float(self.cfg["tokens_per_s"])
         if not self.speculative and self.cfg["plain_tokens_per_s"] is not None:
             rate = float(self.cfg["plain_tokens_per_s"])
         if self.cfg["noise_pct"]:
             with self.lock:
-                rate *= 1.0 + self.rng.uniform(-1.0, 1.0) * self.cfg["noise_pct"] / 100.0
+                draw = self.rng.uniform(-1.0, 1.0)
+            rate = noisy_rate(rate, self.cfg["noise_pct"], draw)
         return rate
 
     def injected_failure(self):
@@ -739,16 +759,15 @@ class Generation(object):
                 self.finish_reason = {"type": "length", "length": 0}
                 yield self
                 return
-            t0 = time.monotonic()
-            done = 0
-            for size in server.steps(self.max_new_tokens):
-                new = self.tokens[done:done + size]
-                done += size
+            t0 = server.clock()
+            previous = 0
+            for done, deadline in step_deadlines(server.steps(self.max_new_tokens), self.rate):
+                new = self.tokens[previous:done]
+                previous = done
                 self.verify_ct += 1
-                deadline = t0 + done / self.rate
-                pause = deadline - time.monotonic()
+                pause = t0 + deadline - server.clock()
                 if pause > 0:
-                    time.sleep(pause)
+                    server.sleep(pause)
                 if self.first_token_at is None:
                     self.first_token_at = time.time()
                 for token_id, piece in new:
@@ -1165,7 +1184,7 @@ class Handler(BaseHTTPRequestHandler):
     def r_health(self):
         if not self.standin.ready:
             return self._empty(503)
-        time.sleep(self.standin.cfg["health_check_s"])  # the real check waits for a one-token generation, >= 1 s
+        self.standin.sleep(self.standin.cfg["health_check_s"])  # the real check waits for a one-token generation, >= 1 s
         return self._empty(200)
 
     r_health_generate = r_health

@@ -17,6 +17,17 @@ FlashInfer's trtllm_comm kernel (the fused all-reduce; nvcc takes ~300 s for it 
 machines: setup returns the one built here ($OUT/trtllm_comm.so.xz), and a later call that carries it as
 .device/e2e-jit/trtllm_comm.so.xz has it placed where FlashInfer loads prebuilt (AOT) kernels, so nothing is built.
 E2E_JIT=build makes setup load it as the server would (its user, its environment), which builds it on one GPU too.
+
+E2E_MODEL picks the test model's family (make_test_model.py --arch): qwen3 (the default) or deepseek_v3 (the Kimi-K2
+backbone, with the Kimi-K2.5 MLA EAGLE-3 draft; E2E_DRAFT=llama for the Llama-layout one).
+E2E_SHARED_GPU_RANKS=2 makes the run a SHARED-GPU REHEARSAL of a two-GPU host on a one-GPU machine: the roles run as
+on a TP2 host (preflight and the canary see the GPU once per rank through shared_gpu_nvidia_smi.py, the units are
+rendered at TP2 with the fusion flags the patch module published), and only the test bed adds what lets two ranks
+share GPU 0: the canary through shared_gpu_rank.sh, each leg's launcher started with SGLang's
+SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS, CUDA_VISIBLE_DEVICES=0,1, the shared_gpu_hook/ start-up hook (each rank back on
+GPU 0, a host id of its own), shared-gpu-rank.env's NCCL settings and two arguments appended to the unit's
+(REHEARSAL_ARGS). A rehearsal adds a control leg: the fusion leg's unit again after the patch module reverted the
+patch (state absent), whose proof must fail. Its throughput is time-slicing of one GPU and means nothing.
 """
 import glob
 import json
@@ -38,28 +49,49 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(REPO, "module_utils"))  # the gate's own arithmetic (stdlib only), on real answers
 sys.path.insert(2, os.path.join(REPO, "roles", "sglang_server", "files"))  # the role's journal redaction
 import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
+import fusion_evidence  # noqa: E402  pylint: disable=wrong-import-position
 import greedy_ties  # noqa: E402  pylint: disable=wrong-import-position
 import journal_excerpt  # noqa: E402  pylint: disable=wrong-import-position
 import unit_exec  # noqa: E402  pylint: disable=wrong-import-position
 
 STATE_DIR = "/var/tmp/sglang-e2e"
-STATE = os.path.join(STATE_DIR, "state.json")
-OUT = os.path.join(STATE_DIR, "out")  # sglang_e2e.sh packs it into $OUT (the tool returns at most 8 files)
+FAMILY = os.environ.get("E2E_MODEL") or "qwen3"
+if FAMILY not in ("qwen3", "deepseek_v3"):
+    raise SystemExit("E2E_MODEL must be qwen3 or deepseek_v3, not %r" % FAMILY)
+DRAFT = os.environ.get("E2E_DRAFT") or "mla"
+RANKS = int(os.environ.get("E2E_SHARED_GPU_RANKS") or 0)
+if RANKS and RANKS != 2:
+    raise SystemExit("E2E_SHARED_GPU_RANKS: only 2 is rehearsed (got %d)" % RANKS)
+RUN = FAMILY + ("-shared%d" % RANKS if RANKS else "")  # one state and one results folder per family and mode
+STATE = os.path.join(STATE_DIR, "state-%s.json" % RUN)
+OUT = os.path.join(STATE_DIR, "out", RUN)  # sglang_e2e.sh packs STATE_DIR/out into $OUT
+RECORDS = os.path.join(STATE_DIR, "records", RUN)  # what the playbook keeps for the evidence
 SITE = os.path.join(STATE_DIR, "site")            # ansible-core for the image's Python
 WHEELHOUSE = os.path.join(STATE_DIR, "wheelhouse")
 # Every leg's unit is rendered with an API key (sglang_server_api_key_file), so the role's key path (--config
 # options file, readiness, proof, the gate's client) runs against the real server; a throwaway made by setup.
 KEY_FILE = os.path.join(STATE_DIR, "api-key")
-MODELS = "/srv/models/e2e"
+MODELS = "/srv/models/e2e" + ("" if FAMILY == "qwen3" else "-" + FAMILY)
 HIDDEN = 2048
 LAYERS = 4
+# deepseek_v3: a successor part in the output head, so greedy decisions win by far more than bf16 rounding
+# (make_test_model.py --decisive; the margins are measured on the CPU, greedy_margins.py). Qwen3 stays the random
+# model of the earlier evidence.
+DECISIVE_BY_FAMILY = {"qwen3": 0, "deepseek_v3": 16}
+DECISIVE = DECISIVE_BY_FAMILY[FAMILY]
 PORT = 30000
 BASE_URL = "http://127.0.0.1:%d" % PORT
-LEGS = [  # name, unit, speculative, fusion
+LEGS = [  # name, unit, speculative, fusion (the unit's index in sglang_e2e.yml's e2e_legs is the unit's order here)
     ("spec_fusion", "sglang", True, True),
     ("spec_nofusion", "sglang-nofusion", True, False),
     ("plain", "sglang-plain", False, False),
-]
+] + ([("control", "sglang", True, True)] if RANKS else [])  # the fusion unit after the patch was reverted
+UNITS = ["sglang", "sglang-nofusion", "sglang-plain"]
+# A rehearsal's additions to each leg's start (never in a unit): two ranks in one GPU's memory, no custom all-reduce
+# (its IPC buffers assume a GPU per rank).
+REHEARSAL = os.path.join(STATE_DIR, "rehearsal")  # the rank wrapper, the nvidia-smi view and the hook, for any user
+REHEARSAL_ARGS = ["--disable-custom-all-reduce"]
+REHEARSAL_MEM_FRACTION = 0.3
 PROMPTS = ["the model reads the bridge", "a quick answer to the question", "tokens flow through the layers",
            "the server starts and waits", "one more prompt for the check", "speculation drafts and verifies",
            "fusion of the reduce and the norm", "greedy decoding is lossless"]
@@ -80,9 +112,22 @@ def gpu_count():
     return sum(line.startswith("GPU ") for line in out.splitlines())
 
 
+def tp_size():
+    """The ranks the roles deploy for: a rehearsal's, or one per GPU."""
+    return RANKS or gpu_count()
+
+
 def runnable(index):
-    """Fusion needs tensor parallelism: on a one-GPU machine the fusion leg cannot run."""
-    return not LEGS[index][3] or gpu_count() > 1
+    """Fusion needs tensor parallelism: on a one-GPU machine (no rehearsal) the fusion legs cannot run."""
+    return not LEGS[index][3] or tp_size() > 1
+
+
+def evidence_name(kind):
+    """h200x<GPUs>[_shared<ranks>][_<family>]_<kind>.json: the rehearsal's main family (deepseek_v3) and the
+    one-GPU run's (qwen3) keep the short names."""
+    main_family = "deepseek_v3" if RANKS else "qwen3"
+    return "h200x%d%s%s_%s.json" % (gpu_count(), "_shared%d" % RANKS if RANKS else "",
+                                    "" if FAMILY == main_family else "_" + FAMILY, kind)
 
 
 def python_with_torch():
@@ -132,14 +177,62 @@ def ansible_env():
     return env
 
 
-def playbook(state, phase, python, extra=None):
-    variables = {"e2e_phase": phase, "e2e_python": python, "e2e_gpus": gpu_count(), "e2e_wheelhouse": WHEELHOUSE,
+def playbook(state, phase, python, extra=None, log_name=None):
+    variables = {"e2e_phase": phase, "e2e_python": python, "e2e_gpus": tp_size(), "e2e_wheelhouse": WHEELHOUSE,
                  "e2e_model_dir": MODELS, "e2e_multicast_off": unit_exec.MULTICAST_OFF, "e2e_api_key_file": KEY_FILE,
+                 "e2e_nvidia_smi": os.path.join(REHEARSAL, "nvidia-smi") if RANKS else "nvidia-smi",
+                 "e2e_canary_command": rehearsal_canary_command() if RANKS else [],
+                 "e2e_mem_fraction": REHEARSAL_MEM_FRACTION if RANKS else 0.5, "e2e_record_dir": RECORDS,
+                 # after setup: the fusion flags setup published (the control's unit keeps them), the patch's state
+                 "e2e_fusion_args": patch_record("setup").get("server_args", []), "e2e_prove_unit": 0,
+                 "e2e_patch_state": "absent" if state.get("patch_reverted") else "present",
                  "ansible_python_interpreter": python}
     variables.update(extra or {})
     command = [python, os.path.join(SITE, "bin", "ansible-playbook")]
     command += ["-i", "localhost,", os.path.join(HERE, "sglang_e2e.yml"), "-e", json.dumps(variables)]
-    return step(state, "ansible_" + phase, command, 560, env=ansible_env())
+    return step(state, "ansible_" + phase, command, 560, env=ansible_env(), log_name=log_name)
+
+
+def patch_record(phase):
+    """What the patch module did in PHASE (setup, revert), as sglang_e2e.yml kept it: result, server_args, canary."""
+    path = os.path.join(RECORDS, "fusion-patch-%s.json" % phase)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def rehearsal_canary_command():
+    """The fusion canary's command in a rehearsal: torchrun from the venv, each rank through shared_gpu_rank.sh (GPU
+    0, a host id of its own); the role appends its arguments and --out."""
+    venv_python = "/opt/sglang/current/bin/python"
+    return [venv_python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(RANKS), "--no-python",
+            "bash", os.path.join(REHEARSAL, "shared_gpu_rank.sh"), venv_python, "/usr/local/bin/sglang-fusion-canary"]
+
+
+def install_rehearsal():
+    """The test bed's rehearsal layer, readable by the service user: the rank wrapper and its NCCL settings, the
+    nvidia-smi view (a wrapper that names the rank count) and the start-up hook's folder."""
+    os.makedirs(REHEARSAL, exist_ok=True)
+    for name in ("shared_gpu_rank.sh", "shared-gpu-rank.env", "shared_gpu_nvidia_smi.py"):
+        shutil.copy(os.path.join(HERE, name), os.path.join(REHEARSAL, name))
+    shutil.copytree(os.path.join(REPO, "module_utils"), os.path.join(REHEARSAL, "module_utils"), dirs_exist_ok=True)
+    shutil.copytree(os.path.join(HERE, "shared_gpu_hook"), os.path.join(REHEARSAL, "hook"), dirs_exist_ok=True)
+    with open(os.path.join(REHEARSAL, "nvidia-smi"), "w", encoding="utf-8") as handle:
+        handle.write("#!/bin/sh\nexec /usr/bin/python3 %s --ranks %d -- \"$@\"\n"
+                     % (os.path.join(REHEARSAL, "shared_gpu_nvidia_smi.py"), RANKS))
+    for root, dirs, files in os.walk(REHEARSAL):
+        for name in dirs + files:
+            os.chmod(os.path.join(root, name), 0o755)
+    os.chmod(REHEARSAL, 0o755)
+
+
+def rehearsal_env():
+    """What a rehearsal leg's launcher gets besides the unit's environment (never written into a unit)."""
+    env = {"SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS": "1", "CUDA_VISIBLE_DEVICES": "0,1",
+           "PYTHONPATH": os.path.join(REHEARSAL, "hook"), "E2E_SHARED_GPU_RANKS": str(RANKS)}
+    env.update(unit_exec.read_env_file(os.path.join(HERE, "shared-gpu-rank.env")))
+    return env
 
 
 def make_key():
@@ -177,7 +270,10 @@ def setup(state):
         return 1
     for tool in tools:  # they travel in the wheelhouse but are not in the lock
         os.unlink(tool)
+    if RANKS:
+        install_rehearsal()
     if step(state, "make_test_model", [python, os.path.join(HERE, "make_test_model.py"), "--out", MODELS,
+                                       "--arch", FAMILY, "--draft", DRAFT, "--decisive", str(DECISIVE),
                                        "--hidden", str(HIDDEN), "--layers", str(LAYERS)], 300):
         return 1
     extra = {}
@@ -199,6 +295,10 @@ def setup(state):
 
 def unit_path(index=0):
     return "/etc/systemd/system/%s.service" % LEGS[index][1]
+
+
+def control(index):
+    return LEGS[index][0] == "control"
 
 
 def load_kernel(state):
@@ -229,13 +329,22 @@ def collect_jit(state):
 
 def start_leg(state, index):
     name, _unit, _spec, fusion = LEGS[index]
-    log_path = "/var/log/sglang-e2e-%s.log" % name
+    if control(index) and not state.get("patch_reverted"):
+        # the control: the fusion leg's own unit, after the patch module took the patch out (state absent)
+        rc = playbook(state, "revert", state["python"], log_name="ansible_revert")
+        state["patch_reverted"] = rc == 0
+        save_state(state)
+        if rc:
+            return 1
+    log_path = "/var/log/sglang-e2e-%s-%s.log" % (RUN, name)
     if os.path.exists(log_path):
         os.unlink(log_path)
-    extra = {"FLASHINFER_LOGLEVEL": "1", "FLASHINFER_LOGDEST": API_LOG} if fusion else {}
+    # FlashInfer's API log counts the fused kernel's calls: on in every leg of a rehearsal (0 is evidence too)
+    extra = {"FLASHINFER_LOGLEVEL": "1", "FLASHINFER_LOGDEST": API_LOG} if fusion or RANKS else {}
+    extra.update(rehearsal_env() if RANKS else {})
     for old in glob.glob(API_LOG.replace("%i", "*")):
         os.unlink(old)
-    started = unit_exec.start(unit_path(index), log_path, extra)
+    started = unit_exec.start(unit_path(index), log_path, extra, REHEARSAL_ARGS if RANKS else ())
     started["started_at"] = time.time()
     state["legs"].setdefault(name, {})["server"] = started
     save_state(state)
@@ -328,14 +437,11 @@ def key_exposure(log_path):
 
 
 def api_log_counts():
-    counts = {}
+    lines = []
     for path in glob.glob(API_LOG.replace("%i", "*")):
         with open(path, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                for name in ("allreduce_fusion", "trtllm_allreduce_fusion", "trtllm_custom_all_reduce"):
-                    if "%s(" % name in line or line.strip().endswith(name) or "API Call: %s" % name in line:
-                        counts[name] = counts.get(name, 0) + 1
-    return counts
+            lines += handle.read().splitlines()
+    return fusion_evidence.api_call_counts(lines)
 
 
 def greedy_logprobs():
@@ -358,10 +464,11 @@ def greedy_logprobs():
 
 def bench(state, name, python_client):
     settings = {"base_url": BASE_URL, "tokenizer": MODELS + "/target", "input_len": 128, "output_len": 64,
-                "num_prompts": 16, "seed": 1, "repeats": 3, "warmup_requests": 2, "concurrencies": [1],
+                # a rehearsal's throughput is time-slicing of one GPU: one run is enough to prove the client runs
+                "num_prompts": 16, "seed": 1, "repeats": 1 if RANKS else 3, "warmup_requests": 2, "concurrencies": [1],
                 "run_timeout_s": 150, "request_timeout_s": 60, "correctness": True, "prompts": PROMPTS,
                 "correctness_max_new_tokens": GREEDY_TOKENS, "extra_client_args": [], "api_key_file": KEY_FILE}
-    path = os.path.join(STATE_DIR, "bench-%s.json" % name)
+    path = os.path.join(STATE_DIR, "bench-%s-%s.json" % (RUN, name))
     started = time.monotonic()
     with open(path, "wb") as handle:
         proc = subprocess.run([python_client, os.path.join(REPO, "roles/sglang_benchmark/files/bench_runner.py"),
@@ -397,18 +504,23 @@ def run_leg(state, index):
     if proc.returncode:
         return 1
     leg["health_generate_status"] = http("GET", "/health_generate")[0]
-    if index == next(i for i in range(len(LEGS)) if runnable(i)):  # the first leg that runs here
+    first = index == next(i for i in range(len(LEGS)) if runnable(i))  # the first leg that runs here
+    if first or RANKS:  # the role's proof, on every leg of a rehearsal
+        proof_log = "ansible_prove_%s" % name
+        rc = playbook(state, "prove", state["python"], {"e2e_log_file": server["log"],
+                                                         "e2e_prove_unit": UNITS.index(unit)}, log_name=proof_log)
+        with open(os.path.join(OUT, proof_log + ".log"), encoding="utf-8", errors="replace") as handle:
+            leg["proof"], leg["proof_message"] = fusion_evidence.proof_outcome(rc, redacted(handle.read()))
+        leg["prove_rc"] = rc
+    with open(server["log"], encoding="utf-8", errors="replace") as handle:
+        lines = handle.read().splitlines()
+    leg["fusion_log_lines"] = [redacted(l) for l in lines if any(key in l for key in fusion_evidence.FUSION_ON)]
+    leg["fusion_off_lines"] = [redacted(l) for l in lines if any(key in l for key in fusion_evidence.FUSION_OFF)]
+    if first:
         state["first_leg"] = name
         leg["responses"] = record_responses()
         leg["unauthorized"] = record_unauthorized()
         leg["api_key"] = key_exposure(server["log"])
-        rc = playbook(state, "prove", state["python"], {"e2e_log_file": server["log"]})
-        leg["prove_rc"] = rc
-        with open(server["log"], encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
-        leg["fusion_log_lines"] = [l for l in lines if "FlashInfer AllReduce Fusion enabled" in l]
-        leg["fusion_off_lines"] = [l for l in lines if "Skipping allreduce fusion" in l
-                                   or "Disabling flashinfer allreduce fusion" in l]
         leg["log_lines"] = [redacted(l) for l in lines if any(key in l for key in (
             "fired up and ready to roll", "Uvicorn running on", "Load weight end", "Capture", "max_total_num_tokens",
             "server_args=", "Started server process", "Application startup complete", "FlashInfer", "EAGLE",
@@ -416,10 +528,12 @@ def run_leg(state, index):
     client = "/opt/sglang/current/bin/python"
     leg["bench_rc"] = bench(state, name, client)
     leg["greedy_logprobs"] = greedy_logprobs()
-    if fusion:
+    if fusion or RANKS:
         leg["flashinfer_api_calls"] = api_log_counts()
-        for path in glob.glob(API_LOG.replace("%i", "*"))[:2]:
-            shutil.copy(path, os.path.join(OUT, os.path.basename(path)))
+        for path in glob.glob(API_LOG.replace("%i", "*"))[:2]:  # the first lines only: the log grows per call
+            with open(path, "rb") as source, open(os.path.join(OUT, "%s-%s" % (name, os.path.basename(path))),
+                                                  "wb") as copy:
+                copy.write(source.read(200000))
     # as systemd stops the unit: TERM to the group, KILL after the unit's TimeoutStopSec
     leg["stopped"] = dict(unit_exec.stop(server["pid"], grace_s=server["timeout_stop_s"]),
                           timeout_stop_s=server["timeout_stop_s"])
@@ -444,7 +558,7 @@ def gpus():
 
 
 def leg_summary(name, spec, fusion):
-    with open(os.path.join(STATE_DIR, "bench-%s.json" % name), encoding="utf-8") as handle:
+    with open(os.path.join(STATE_DIR, "bench-%s-%s.json" % (RUN, name)), encoding="utf-8") as handle:
         report = json.load(handle)
     results = [run["result"] or {} for run in report["runs"]]
     tok_s = [r.get("output_throughput") for r in results if r.get("output_throughput") is not None]
@@ -489,32 +603,55 @@ def evidence(state):
                                       % gpu_count()})
             continue
         reports[name], summary = leg_summary(name, spec, fusion)
+        recorded = state["legs"].get(name, {})
+        summary.update(control=control(index), proof=recorded.get("proof"), proof_message=recorded.get("proof_message"),
+                       fused_kernel_calls=fusion_evidence.fused_kernel_calls(recorded.get("flashinfer_api_calls")),
+                       flashinfer_api_calls=recorded.get("flashinfer_api_calls"),
+                       fusion_log_lines=recorded.get("fusion_log_lines"),
+                       fusion_off_lines=recorded.get("fusion_off_lines"))
         legs.append(summary)
     plain = completions(reports["plain"])
     match, explained = {}, {}
-    for name in [n for n in reports if n != "plain"]:
-        same = [c.get("output_ids") is not None and c.get("output_ids") == plain.get(c["prompt"])
+    # each leg against the plain one; a rehearsal also the fused leg against its unfused twin (same speculation)
+    pairs = [("plain", n) for n in reports if n != "plain"]
+    pairs += [("spec_nofusion", "spec_fusion")] if RANKS and "spec_fusion" in reports else []
+    for base, name in pairs:
+        key = name if base == "plain" else "%s_vs_%s" % (name, base)
+        theirs = completions(reports[base])
+        same = [c.get("output_ids") is not None and c.get("output_ids") == theirs.get(c["prompt"])
                 for c in reports[name]["completions"]]
-        match[name] = round(sum(same) / len(same), 3) if same else None
-        found = greedy_ties.mismatches(PROMPTS, plain, completions(reports[name]), logprob_requests(state, "plain"),
+        match[key] = round(sum(same) / len(same), 3) if same else None
+        found = greedy_ties.mismatches(PROMPTS, theirs, completions(reports[name]), logprob_requests(state, base),
                                        logprob_requests(state, name))
-        explained[name] = {"counts": greedy_ties.summary(found), "mismatches": found}
+        explained[key] = {"counts": greedy_ties.summary(found), "mismatches": found}
     repeated = {}
     for name in reports:
         found = greedy_ties.repeats(PROMPTS, completions(reports[name]), logprob_requests(state, name))
         repeated[name] = {"counts": greedy_ties.summary(found), "mismatches": found}
     first = state["legs"][state["first_leg"]]
+    setup_patch = patch_record("setup")
     doc = {
-        "made_by": "bash scripts/device/sglang_e2e.sh setup; bash scripts/device/sglang_e2e.sh legs (device tool)",
+        "made_by": ("E2E_MODEL=%s E2E_SHARED_GPU_RANKS=%d " % (FAMILY, RANKS) if RANKS else "E2E_MODEL=%s " % FAMILY)
+                   + "bash scripts/device/sglang_e2e.sh setup; ... legs (device tool)",
+        "mode": "shared-gpu rehearsal" if RANKS else "one rank per GPU",
+        "ranks_per_gpu": RANKS or 1,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sglang": versions.get("sglang"), "flashinfer": versions.get("flashinfer-python"),
         "torch": versions.get("torch"), "sglang_kernel": versions.get("sglang-kernel") + " (trimmed for the test bed)"
         if versions.get("sglang-kernel") else None, "transformers": versions.get("transformers"),
         "gpus": gpus(),
-        "model": {"architecture": target["architectures"][0], "layers": target["num_hidden_layers"],
+        "model": {"family": FAMILY, "architecture": target["architectures"][0], "layers": target["num_hidden_layers"],
                   "hidden_size": target["hidden_size"], "vocab_size": target["vocab_size"],
-                  "weights": "random", "draft": {"architecture": draft["architectures"][0],
-                                                 "layers": draft["num_hidden_layers"]}},
+                  "weights": "random", "decisive": DECISIVE,
+                  "draft": {"architecture": draft["architectures"][0], "layers": draft["num_hidden_layers"],
+                            "model_type": draft.get("model_type")}},
+        # the gates the patch module admitted at setup, and what reverting it (the control leg) did
+        "patch_sites": [{k: site.get(k) for k in ("gate", "path", "function", "status")}
+                        for site in setup_patch.get("result", {}).get("sites", [])],
+        "patch_msg": setup_patch.get("result", {}).get("msg"),
+        "fusion_server_args": setup_patch.get("server_args"),
+        "fusion_canary": {k: setup_patch.get("canary", {}).get(k) for k in ("passed", "summary")},
+        "patch_reverted_for_control": {"msg": patch_record("revert").get("result", {}).get("msg")} if RANKS else None,
         "server_start": {k: first["server"].get(k) for k in ("argv", "user", "cwd", "environment_files",
                                                                "passed_from_host", "added")},
         "steps": state["steps"],
@@ -529,7 +666,7 @@ def evidence(state):
         "health_generate_status": first.get("health_generate_status"),
         "ready_after_s": {name: state["legs"][name].get("ready", {}).get("since_start_s") for name in reports},
         "stops": {name: state["legs"][name].get("stopped") for name in reports},
-        "tp_size": gpu_count(),
+        "tp_size": tp_size(),
         "legs": legs,
         "legs_not_run": not_run,
         "greedy_match": match,
@@ -562,8 +699,7 @@ def evidence(state):
     key = api_key()
     doc["api_key"]["in_evidence_and_gate_reports"] = sum(
         json.dumps(part).count(key) for part in (doc, logprobs, fixture, reports))
-    for name, content in (("h200x%d_sglang_e2e.json" % gpu_count(), doc),
-                          ("h200x%d_sglang_greedy_logprobs.json" % gpu_count(), logprobs),
+    for name, content in ((evidence_name("sglang_e2e"), doc), (evidence_name("sglang_greedy_logprobs"), logprobs),
                           ("sglang_0.5.17_real_server.json", fixture)):
         with open(os.path.join(OUT, name), "w", encoding="utf-8") as handle:
             json.dump(content, handle, indent=1)
@@ -572,6 +708,7 @@ def evidence(state):
 
 def main(argv):
     os.makedirs(OUT, exist_ok=True)
+    os.makedirs(RECORDS, exist_ok=True)
     state = load_state()
     if argv[0] == "setup":
         return setup(state)

@@ -7,7 +7,8 @@
 #       scripts/device/e2e_background.sh wait 560")
 #   run(command="bash scripts/device/e2e_background.sh wait 570")    # again until it says "all done"
 # Each argument of start is one job: VAR=value words for its environment, then the phases, run in order; a job
-# whose phase fails ends there and the next job starts. What comes back ($OUT): the bundles and evidence so far,
+# whose phase fails ends there and the next job starts. A job that begins with "or" runs only when the one before
+# it failed (a fallback). What comes back ($OUT): the bundles and evidence so far,
 # the background log, and "all done" or "running" in its last line.
 set -uo pipefail
 BG=/var/tmp/sglang-e2e/background
@@ -20,14 +21,19 @@ if [ "$mode" = start ]; then
   printf '%s\n' "$@" > "$BG/jobs"
   setsid bash -c '
     cd "$1"
+    failed=0
     while read -r job; do
-      envs=(); phases=()
+      envs=(); phases=(); only_if_failed=0
       for word in $job; do
-        if [[ $word == *=* ]]; then envs+=("$word"); else phases+=("$word"); fi
+        if [ "$word" = or ]; then only_if_failed=1
+        elif [[ $word == *=* ]]; then envs+=("$word"); else phases+=("$word"); fi
       done
+      if [ "$only_if_failed" = 1 ] && [ "$failed" = 0 ]; then echo "== skipped (the job before passed): $job"; continue; fi
+      failed=0
       for phase in "${phases[@]}"; do
         echo "== $(date -u +%T) $job: $phase"
-        env "${envs[@]}" OUT='"$BG"'/bundles E2E_LIMIT_S=1500 bash scripts/device/sglang_e2e.sh "$phase" || break
+        env "${envs[@]}" OUT='"$BG"'/bundles E2E_LIMIT_S=1500 bash scripts/device/sglang_e2e.sh "$phase" \
+          < /dev/null || { failed=1; break; }
       done
     done < '"$BG"'/jobs
     date -u +%T > '"$BG"'/done' _ "$PWD" > "$BG/log" 2>&1 < /dev/null &

@@ -62,7 +62,9 @@ DRAFT = os.environ.get("E2E_DRAFT") or "mla"
 RANKS = int(os.environ.get("E2E_SHARED_GPU_RANKS") or 0)
 if RANKS and RANKS != 2:
     raise SystemExit("E2E_SHARED_GPU_RANKS: only 2 is rehearsed (got %d)" % RANKS)
-RUN = FAMILY + ("-shared%d" % RANKS if RANKS else "")  # one state and one results folder per family and mode
+# one state and one results folder per family, draft and mode
+RUN = FAMILY + ("-llama-draft" if FAMILY == "deepseek_v3" and DRAFT == "llama" else "") + (
+    "-shared%d" % RANKS if RANKS else "")
 STATE = os.path.join(STATE_DIR, "state-%s.json" % RUN)
 OUT = os.path.join(STATE_DIR, "out", RUN)  # sglang_e2e.sh packs STATE_DIR/out into $OUT
 RECORDS = os.path.join(STATE_DIR, "records", RUN)  # what the playbook keeps for the evidence

@@ -23,7 +23,10 @@ import sys
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "module_utils"))
+# the roles' own parser: beside this file where sglang_e2e.py installed it for the service user, else the checkout's
+sys.path.insert(0, next(path for path in (os.path.join(HERE, "module_utils"),
+                                          os.path.join(os.path.dirname(os.path.dirname(HERE)), "module_utils"))
+                        if os.path.isdir(path)))
 import nvidia_smi  # noqa: E402  pylint: disable=wrong-import-position
 
 

@@ -1,10 +1,12 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the deployment reads from a model directory on the host: the hidden size in its config.json.
+"""What the deployment reads from a model directory on the host: the hidden size and architecture in its config.json.
 
-It sizes every all-reduce of a verify step (tokens x hidden), so the fusion and PCIe IPC canaries prove the model's
-own shape with it. One reader for both (the sglang_model_config module for fusion_patch, sglang_allreduce_paths for
-PCIe IPC), so the two canaries can never disagree about the model."""
+The hidden size sizes every all-reduce of a verify step (tokens x hidden), so the fusion and PCIe IPC canaries prove
+the model's own shape with it. One reader for both (the sglang_model_config module for fusion_patch,
+sglang_allreduce_paths for PCIe IPC), so the two canaries can never disagree about the model. The architecture is
+the class SGLang loads (the first of ``architectures``, as SGLang takes it); the fusion proof checks it against the
+architectures whose layers call the fused kernel."""
 from __future__ import annotations
 
 import json
@@ -42,3 +44,24 @@ def read_hidden_size(model_path):
     except (OSError, ValueError) as exc:
         raise ModelConfigError("cannot read the model's hidden_size from %s: %s" % (path, exc))
     return hidden_size(config, path)
+
+
+def architecture(config, source="config.json"):
+    """The architecture SGLang loads for a parsed config.json: the first name of its top-level ``architectures``. Pure."""
+    if not isinstance(config, dict):
+        raise ModelConfigError("%s is not a JSON object" % source)
+    names = config.get("architectures")
+    if not isinstance(names, list) or not names or not isinstance(names[0], str) or not names[0]:
+        raise ModelConfigError("%s has no architectures list naming the model's class" % source)
+    return names[0]
+
+
+def read_architecture(model_path):
+    """The architecture from ``model_path``/config.json; ModelConfigError naming the file and the reason."""
+    path = config_path(model_path)
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ModelConfigError("cannot read the model's architecture from %s: %s" % (path, exc))
+    return architecture(config, path)

@@ -24,6 +24,19 @@ def test_no_usable_hidden_size_is_refused_by_name(config):
         mc.hidden_size(config)
 
 
+def test_the_architecture_is_the_first_sglang_takes(tmp_path):
+    kimi = {"architectures": ["KimiK25ForConditionalGeneration"], "text_config": {"architectures": ["DeepseekV3"]}}
+    assert mc.architecture(kimi) == "KimiK25ForConditionalGeneration"
+    assert mc.architecture({"architectures": ["Qwen3ForCausalLM", "Other"]}) == "Qwen3ForCausalLM"
+    for bad in ({}, {"architectures": []}, {"architectures": "Qwen3ForCausalLM"}, {"architectures": [None]}, [1]):
+        with pytest.raises(mc.ModelConfigError, match="architectures|not a JSON object"):
+            mc.architecture(bad)
+    (tmp_path / "config.json").write_text(json.dumps(kimi))
+    assert mc.read_architecture(str(tmp_path)) == "KimiK25ForConditionalGeneration"
+    with pytest.raises(mc.ModelConfigError, match="cannot read the model's architecture from %s" % (tmp_path / "x")):
+        mc.read_architecture(str(tmp_path / "x"))
+
+
 def module(model_path, check=False):
     return run_module("sglang_model_config", {"model_path": model_path}, check=check)
 

@@ -1,6 +1,8 @@
 """The filter every journal excerpt the sglang_server role prints goes through: the API key never comes out."""
 import json
 import os
+import subprocess
+import sys
 from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,3 +52,28 @@ def test_a_key_holding_both_quotes_is_taken_out_as_repr_and_json_escape_it():
         for keys in ([key], []):  # with the key file, and by the field's shape alone
             out = journal_excerpt.redact(line, keys)
             assert "def" not in out and "ghi" not in out and "<redacted>" in out and "30000" in out, (keys, out)
+
+
+def run_script(*args):
+    script = os.path.join(REPO, "roles", "sglang_server", "files", "journal_excerpt.py")
+    return subprocess.run([sys.executable, script] + list(args), capture_output=True, text=True, check=False)
+
+
+def test_a_log_file_is_redacted_as_the_journal_is(tmp_path):
+    """Hosts without a journal (sglang_server_log_file): the fusion proof reads the file through the same filter."""
+    (tmp_path / "k").write_text(KEY + "\n")
+    log = tmp_path / "server.log"
+    log.write_text(SERVER_ARGS + "\nFlashInfer AllReduce Fusion enabled and workspace initialized: backend=trtllm\n"
+                   "Bearer %s\n" % KEY)
+    proc = run_script("--file", str(log), "--key-file", str(tmp_path / "k"))
+    assert proc.returncode == 0 and KEY not in proc.stdout and proc.stdout.count("<redacted>") == 2
+    assert "backend=trtllm" in proc.stdout
+    last = run_script("--file", str(log), "--lines", "1", "--key-file", str(tmp_path / "k"))
+    assert last.stdout == "Bearer <redacted>\n"
+
+
+def test_an_unreadable_log_file_says_so_and_a_source_is_required(tmp_path):
+    proc = run_script("--file", str(tmp_path / "missing.log"))
+    assert proc.returncode == 1 and "cannot read the server's log file %s" % (tmp_path / "missing.log") in proc.stderr
+    assert run_script().returncode == 2  # neither --unit nor --file
+    assert run_script("--unit", "x", "--file", "y").returncode == 2

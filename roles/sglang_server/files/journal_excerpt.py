@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Print the journal of a unit's current start with the server API key taken out.
+"""Print the journal of a unit's current start (or a server's log file) with the server API key taken out.
 
 SGLang logs its whole server_args at start-up, the API key included, and the role prints journal lines (the
-fusion proof, a failed start). Everything the role shows from the journal goes through here: the key itself,
-read from its file, and any api_key / admin_api_key / --api-key value are replaced by <redacted>.
+fusion proof, a failed start). Everything the role shows from the journal, or from the log file of a host without
+one (--file), goes through here: the key itself, read from its file, and any api_key / admin_api_key / --api-key
+value are replaced by <redacted>.
 """
 import argparse
 import json
@@ -54,12 +55,31 @@ def read_keys(paths):
     return keys
 
 
+def print_file(path, lines, keys):
+    """The log file, redacted (the last LINES lines where LINES > 0); a file that cannot be read: rc 1, why."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as exc:
+        sys.stderr.write("cannot read the server's log file %s: %s\n" % (path, exc.strerror or exc))
+        return 1
+    if lines > 0:
+        text = "".join(text.splitlines(True)[-lines:])
+    sys.stdout.write(redact(text, keys))
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--unit", required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--unit", help="the journal of this unit's current start")
+    source.add_argument("--file", help="this log file instead (a host without a journal)")
     parser.add_argument("--lines", type=int, default=0, help="only the last N lines (0: all)")
     parser.add_argument("--key-file", action="append", default=[])
     args = parser.parse_args()
+    keys = read_keys(args.key_file)
+    if args.file:
+        return print_file(args.file, args.lines, keys)
     invocation = subprocess.run(["systemctl", "show", "-p", "InvocationID", "--value", args.unit],
                                 capture_output=True, text=True, check=False).stdout.strip()
     cmd = ["journalctl", "-u", args.unit, "--no-pager", "-o", "cat"]
@@ -67,7 +87,6 @@ def main():
         cmd += ["-n", str(args.lines)]
     cmd.append("_SYSTEMD_INVOCATION_ID=" + invocation)  # this start only (empty: nothing, as no start is running)
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
-    keys = read_keys(args.key_file)
     sys.stdout.write(redact(proc.stdout, keys))
     sys.stderr.write(redact(proc.stderr, keys))
     return proc.returncode

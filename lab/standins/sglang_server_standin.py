@@ -90,9 +90,10 @@ PCIE_SWITCH = "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE"  # sglang/srt/environ.py (0.5.2
 PCIE_WORLD_SIZES = (2, 4, 8)  # _SUPPORTED_WORLD_SIZES of SGLang's and FlashInfer's pcie_ipc_ar.py
 FUSION_VARIANTS = ("enabled", "skipped", "disabled", "refused", "none")
 FUSION_ERROR_DEFAULTS = {
-    # the RuntimeError G3 raises when the multicast granularity query fails (flashinfer_comm_fusion.py)
+    # the RuntimeError G3 raises when the multicast granularity query fails (flashinfer_comm_fusion.py), as the real
+    # 0.5.17 server logged it on an H200 without multicast (its cuda-python prints the CUresult as <NAME: value>)
     "skipped": "cuMulticastGetGranularity failed for FlashInfer workspace preflight: "
-               "CUresult.CUDA_ERROR_NOT_SUPPORTED",
+               "<CUresult.CUDA_ERROR_NOT_SUPPORTED: 801>",
     # invented: what create_allreduce_fusion_workspace() could raise without CUDA P2P
     "disabled": "CUDA error: peer access is not supported between these two devices",
 }

@@ -311,7 +311,7 @@ def test_uvicorn_and_sglang_line_formats(standin):
 ENABLED = ("FlashInfer AllReduce Fusion enabled and workspace initialized: backend=trtllm, rank=%d, world_size=2, "
            "max_token_num=2048, hidden_dim=7168")
 SKIPPED = ("FlashInfer workspace preflight probe failed (cuMulticastGetGranularity failed for FlashInfer workspace "
-           "preflight: CUresult.CUDA_ERROR_NOT_SUPPORTED). Skipping allreduce fusion.")
+           "preflight: <CUresult.CUDA_ERROR_NOT_SUPPORTED: 801>). Skipping allreduce fusion.")
 VOTED = ("FlashInfer workspace preflight: cuMemCreate probe failed on at least one rank. Skipping allreduce fusion "
          "to avoid cross-rank desync inside the flashinfer collective.")
 DISABLED = ("Failed to initialize FlashInfer workspace (backend=trtllm): CUDA error: peer access is not supported "

@@ -19,6 +19,12 @@ description:
     under O(results_dir)/<host>/ (artifacts only, so reported as not changed). With O(record_baseline) it writes the
     baseline file (throughput and completions) from this measurement instead of judging.
   - Never fails on a failed gate (the playbook decides, after rollback); fails on unusable inputs.
+  - Trusts no number unchecked. A run's C(output_throughput) counts only as a finite number above 0 and its
+    C(completed) only as a whole number (JSON C(true) is neither); a run that fails either does not count. A recorded
+    baseline whose C(median_output_tok_s) is not a finite number above 0 (NaN, infinite, 0, negative, a boolean, a
+    string) judges nothing: the module fails naming the file and the field (delete it or record a new one; the
+    role's decide step measures a new one itself). Nothing it writes holds a NaN or infinite number (written as
+    null).
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:
@@ -38,7 +44,7 @@ options:
     choices: [static, file, ab]
     default: file
   baseline_tok_s:
-    description: The static baseline (the seeds measured 82-90 tok/s without speculation).
+    description: The static baseline (the seeds measured 82-90 tok/s without speculation); a finite number above 0.
     type: float
   baseline_file:
     description: Path on the controller of this host's recorded baseline (JSON).
@@ -47,12 +53,13 @@ options:
   record_baseline:
     description:
       - Write O(baseline_file) from this measurement (all runs must count) and do not judge.
-      - A baseline already there that is unreadable or was measured with other settings is kept beside it, renamed
-        C(<name>.replaced-<UTC time>.json), instead of overwritten.
+      - A baseline already there that is unreadable, holds no usable throughput or was measured with other settings
+        is kept beside it, renamed C(<name>.replaced-<UTC time>.json), instead of overwritten.
     type: bool
     default: false
   margin_pct:
-    description: Required gain over the baseline, in percent (0 or more; 0 passes a server as fast as the baseline).
+    description: Required gain over the baseline, in percent (a finite number, 0 or more; 0 passes a server as fast
+      as the baseline).
     type: float
     default: 5.0
   gate_concurrency:
@@ -155,6 +162,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import atomic_files
 from ansible.module_utils import bench_gate
 from ansible.module_utils import bench_report
+from ansible.module_utils.finite_numbers import finite, json_safe, rate_problem
 
 
 def _load_baseline(path):
@@ -173,6 +181,9 @@ def _record(module, p, measurement, summary, num_prompts):
         problems = stats["problems"] if stats else ["no runs at concurrency %d" % p["gate_concurrency"]]
         module.fail_json(msg="%s: cannot record a baseline from an incomplete measurement: %s"
                          % (p["host"], "; ".join(problems) or "no counted run"), summary=summary)
+    problem = rate_problem(stats["median_output_tok_s"], "the median output throughput")
+    if problem:  # every counted run is a finite rate above 0, so is their median; a check where it is written
+        module.fail_json(msg="%s: cannot record a baseline: %s" % (p["host"], problem), summary=summary)
     broken = [c for c in measurement.get("completions", []) if c.get("error")]
     if p["correctness"] and (broken or not measurement.get("completions")):
         module.fail_json(msg="%s: cannot record baseline completions: %s"
@@ -184,8 +195,10 @@ def _record(module, p, measurement, summary, num_prompts):
                 "server": measurement.get("server", {}), "client": measurement.get("client", {}),
                 "completions": measurement.get("completions", []), "context": p["context"]}
     os.makedirs(os.path.dirname(os.path.abspath(p["baseline_file"])), exist_ok=True)
+    baseline = json_safe(baseline)  # a NaN or infinite number anywhere (a logprob, a setting) is recorded as null
     kept = _keep_other_baseline(p["baseline_file"], baseline["settings"], now)
-    atomic_files.write_atomic(p["baseline_file"], (json.dumps(baseline, indent=1, sort_keys=True) + "\n").encode())
+    atomic_files.write_atomic(p["baseline_file"], (json.dumps(baseline, indent=1, sort_keys=True, allow_nan=False)
+                                                   + "\n").encode())
     artifacts = dict({"baseline": p["baseline_file"]}, **({"replaced_baseline": kept} if kept else {}))
     module.exit_json(changed=True, passed=True, failures=[], summary=summary, artifacts=artifacts,
                      message="%s: baseline recorded: median %.1f tok/s at concurrency %d, %d completions, in %s%s"
@@ -195,10 +208,13 @@ def _record(module, p, measurement, summary, num_prompts):
 
 
 def _keep_other_baseline(path, settings, now):
-    """Moves aside a recorded baseline that is unreadable or was measured with settings other than SETTINGS (the
-    one a new recording would otherwise overwrite is then not lost); its new path, or None."""
+    """Moves aside a recorded baseline that is unreadable, holds no usable throughput or was measured with settings
+    other than SETTINGS (the one a new recording would otherwise overwrite is then not lost); its new path, or
+    None."""
     try:
         old = _load_baseline(path)
+        if old is not None:
+            bench_gate.recorded_tok_s(old, path)
     except bench_gate.GateInputError:
         old = {}
     if old is None or old.get("settings") == settings:
@@ -211,36 +227,54 @@ def _keep_other_baseline(path, settings, now):
 
 def _baseline_number(p, baseline):
     if p["baseline_mode"] == "static":
-        if p["baseline_tok_s"] is None or p["baseline_tok_s"] <= 0:
-            raise bench_gate.GateInputError("baseline_mode static needs baseline_tok_s > 0")
+        if p["baseline_tok_s"] is None or rate_problem(p["baseline_tok_s"], "baseline_tok_s"):
+            raise bench_gate.GateInputError("baseline_mode static needs baseline_tok_s, a finite number above 0")
         return p["baseline_tok_s"], "static"
     if baseline is None:
         raise bench_gate.GateInputError("no recorded baseline at %s (baseline_mode %s)"
                                         % (p["baseline_file"], p["baseline_mode"]))
-    return float(baseline["median_output_tok_s"]), "%s, recorded %s" % (p["baseline_mode"], baseline["recorded_at"])
+    tok_s = bench_gate.recorded_tok_s(baseline, p["baseline_file"])
+    return tok_s, "%s, recorded %s" % (p["baseline_mode"], baseline.get("recorded_at", "at an unrecorded time"))
+
+
+ARGUMENT_SPEC = dict(
+    host=dict(type="str", required=True),
+    measurement=dict(type="dict", required=True),
+    baseline_mode=dict(type="str", default="file", choices=["static", "file", "ab"]),
+    baseline_tok_s=dict(type="float"),
+    baseline_file=dict(type="path", required=True),
+    record_baseline=dict(type="bool", default=False),
+    margin_pct=dict(type="float", default=5.0),
+    gate_concurrency=dict(type="int", default=1),
+    correctness=dict(type="bool", default=True),
+    min_match_rate=dict(type="float", default=0.75),
+    tie_max_gap=dict(type="float", default=0.125),
+    results_dir=dict(type="path", required=True),
+    context=dict(type="dict", default={}),
+    write_artifacts=dict(type="bool", default=True),
+    allreduce=dict(type="dict", default={}),
+)
+
+
+def _module():
+    """The AnsibleModule, with the module's own message where Ansible's float conversion raises OverflowError (an
+    int too large for a float given to a float option, say margin_pct written as 400 digits: a traceback there)."""
+    try:
+        return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
+    except OverflowError:
+        pass  # reported below, outside the handler (fail_json inside it would attach the exception)
+    floats = sorted(name for name, spec in ARGUMENT_SPEC.items() if spec.get("type") == "float")
+    raw = dict((name, dict(spec, type="raw") if name in floats else spec) for name, spec in ARGUMENT_SPEC.items())
+    module = AnsibleModule(argument_spec=raw, supports_check_mode=False)
+    huge = [name for name in floats if isinstance(module.params.get(name), int)
+            and not isinstance(module.params[name], bool) and finite(module.params[name]) is None]
+    module.fail_json(msg="benchmark gate refused its inputs, nothing written: too large for a number (an integer "
+                     "no float holds): %s" % ", ".join(huge or floats))
+    return None  # not reached: fail_json exits
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            host=dict(type="str", required=True),
-            measurement=dict(type="dict", required=True),
-            baseline_mode=dict(type="str", default="file", choices=["static", "file", "ab"]),
-            baseline_tok_s=dict(type="float"),
-            baseline_file=dict(type="path", required=True),
-            record_baseline=dict(type="bool", default=False),
-            margin_pct=dict(type="float", default=5.0),
-            gate_concurrency=dict(type="int", default=1),
-            correctness=dict(type="bool", default=True),
-            min_match_rate=dict(type="float", default=0.75),
-            tie_max_gap=dict(type="float", default=0.125),
-            results_dir=dict(type="path", required=True),
-            context=dict(type="dict", default={}),
-            write_artifacts=dict(type="bool", default=True),
-            allreduce=dict(type="dict", default={}),
-        ),
-        supports_check_mode=False,
-    )
+    module = _module()
     p = module.params
     measurement = p["measurement"]
     problems = bench_gate.input_problems(p["host"], p["margin_pct"], p["gate_concurrency"], p["min_match_rate"],
@@ -256,7 +290,7 @@ def main():
         baseline = _load_baseline(p["baseline_file"])
         baseline_tok_s, source = _baseline_number(p, baseline)
         if baseline is not None and (p["baseline_mode"] != "static" or p["correctness"]):
-            want = bench_gate.comparable_settings(measurement["settings"])
+            want = json_safe(bench_gate.comparable_settings(measurement["settings"]))
             if baseline.get("settings") != want:
                 raise bench_gate.GateInputError(
                     "the baseline in %s was measured with other settings (%s), this run with %s: record it again "
@@ -279,7 +313,7 @@ def main():
                                                              p["tie_max_gap"])
         verdict = bench_gate.judge(summary, p["gate_concurrency"], baseline_tok_s, p["margin_pct"], correctness,
                                    p["min_match_rate"])
-    except (bench_gate.GateInputError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (bench_gate.GateInputError, KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         module.fail_json(msg="%s: benchmark gate cannot judge: %s" % (p["host"], exc))
     message = bench_gate.describe(p["host"], verdict, summary, source, correctness, p["min_match_rate"])
     if p["allreduce"]:
@@ -291,12 +325,12 @@ def main():
                                                           "margin_pct", "gate_concurrency")},
                          summary={str(k): v for k, v in summary.items()}, correctness=correctness, artifacts={})
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    record = dict(verdict, stamp=stamp, host=p["host"], message=message, summary=summary,
+    record = json_safe(dict(verdict, stamp=stamp, host=p["host"], message=message, summary=summary,
                   spread_pct=stats["spread_pct"], accept_length=stats["accept_length"],
                   match_rate=correctness["match_rate"] if correctness else None, correctness=correctness,
                   baseline_source=source, measurement=measurement, context=p["context"],
                   venv=p["context"].get("venv"), sglang=(measurement.get("client") or {}).get("sglang"),
-                  rolled_back=p["context"].get("rolled_back"), allreduce=p["allreduce"] or None)
+                  rolled_back=p["context"].get("rolled_back"), allreduce=p["allreduce"] or None))
     try:
         artifacts = bench_report.write_artifacts(p["results_dir"], p["host"], record)
     except (OSError, ImportError) as exc:

@@ -6,10 +6,16 @@ each against the host's baseline exactly as it judges a deployed server (``bench
 every run complete, greedy completions matching). ``choose`` keeps the fastest path that passed; the choice is
 recorded on the host (``record``) with every path's figures, and ``recorded_path`` lets the next deploy render the
 same path while the candidates are the same ones (otherwise the gate decides again). Pure logic, no I/O.
+
+No number is trusted unchecked (module_utils/finite_numbers.py): a row's figures are finite numbers or null, never
+booleans; a path that passed has a median above 0; a rate is never NaN (which would win or lose every comparison by
+accident) and nothing recorded holds a non-finite number.
 """
 from __future__ import annotations
 
 import json
+
+from ansible.module_utils.finite_numbers import finite, rate_problem, shown
 
 VERSION = 1
 ROW_KEYS = ("path", "passed", "median_tok_s", "bar_tok_s", "baseline_tok_s", "match_rate", "failures")
@@ -22,9 +28,10 @@ class ChoiceError(Exception):
 def _number(value, what):
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ChoiceError("%s must be a number or null, got %r" % (what, value))
-    return float(value)
+    number = finite(value)
+    if number is None:
+        raise ChoiceError("%s must be a finite number or null, got %s" % (what, shown(value)))
+    return number
 
 
 def normalize_rows(rows, candidates):
@@ -51,6 +58,12 @@ def normalize_rows(rows, candidates):
             clean[key] = _number(row.get(key), "row %s: %s" % (row["path"], key))
         if clean["passed"] and clean["median_tok_s"] is None:
             raise ChoiceError("row %s passed without a median" % row["path"])
+        if clean["passed"] and rate_problem(clean["median_tok_s"], "median_tok_s"):
+            raise ChoiceError("row %s passed with %s" % (row["path"], rate_problem(clean["median_tok_s"],
+                                                                                   "median_tok_s")))
+        if clean["match_rate"] is not None and not 0 <= clean["match_rate"] <= 1:
+            raise ChoiceError("row %s: match_rate must be from 0 to 1, got %s" % (row["path"], shown(
+                clean["match_rate"])))
         by_path[row["path"]] = clean
     missing = [c for c in candidates if c not in by_path]
     if missing:
@@ -93,7 +106,10 @@ def record(choice, candidates, at):
         raise ChoiceError("no winner to record: %s" % choice.get("why", ""))
     data = {"version": VERSION, "path": choice["winner"], "candidates": list(candidates), "at": at,
             "why": choice["why"], "paths": choice["paths"]}
-    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+    try:
+        return json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise ChoiceError("the choice cannot be recorded (a NaN or infinite number is never recorded): %s" % exc)
 
 
 def parse(text):
@@ -104,9 +120,10 @@ def parse(text):
         data = json.loads(text)
     except ValueError as exc:
         return None, "the recorded all-reduce choice is not JSON (%s)" % exc
-    if not isinstance(data, dict) or data.get("version") != VERSION:
+    if not isinstance(data, dict) or isinstance(data.get("version"), bool) or data.get("version") != VERSION:
         return None, "the recorded all-reduce choice has no version %d" % VERSION
-    if not isinstance(data.get("path"), str) or not isinstance(data.get("candidates"), list):
+    if not isinstance(data.get("path"), str) or not isinstance(data.get("candidates"), list) \
+            or not all(isinstance(c, str) for c in data["candidates"]):
         return None, "the recorded all-reduce choice lacks its path or candidates"
     return data, None
 

@@ -9,14 +9,17 @@ Rules (the reasons are in the role's README section):
   * a run counts only when ``completed == num_prompts``: a run whose requests failed still writes a line;
   * throughput is the median of the counted runs' ``output_throughput`` at each concurrency; the gate reads the
     single-stream one (concurrency 1, the number the seeds report) unless told another;
-  * pass when median >= baseline * (1 + margin/100), and every run counted, and the completions match.
+  * pass when median >= baseline * (1 + margin/100), and every run counted, and the completions match;
+  * no number is trusted unchecked (module_utils/finite_numbers.py): a throughput that is NaN, infinite, not above 0
+    or a boolean does not count, a recorded baseline that is not a finite rate above 0 judges nothing, and what is
+    recorded holds no non-finite number.
 """
 from __future__ import annotations
 
-import math
 import json
 import re
-import statistics
+
+from ansible.module_utils.finite_numbers import finite, rate_problem, shown, whole
 
 RESULT_KEYS = ("output_throughput", "completed", "mean_ttft_ms", "median_ttft_ms", "mean_tpot_ms",
                "median_tpot_ms", "mean_itl_ms", "accept_length", "duration", "total_output_tokens")
@@ -58,31 +61,37 @@ def input_problems(host, margin_pct, gate_concurrency, min_match_rate, baseline_
     if not isinstance(host, str) or not _SAFE_HOST.match(host) or host in (".", ".."):
         problems.append("host %r cannot name a results folder: letters, digits, '.', '_', '-' only, starting with "
                         "a letter or digit (no '/', '..', spaces or newlines)" % (host,))
-    if margin_pct is None or not margin_pct >= 0:
-        problems.append("margin_pct must be 0 or more (got %s): a negative margin would pass a slower server" %
-                        margin_pct)
-    if gate_concurrency is None or gate_concurrency < 1:
-        problems.append("gate_concurrency must be 1 or more (got %s)" % gate_concurrency)
-    if min_match_rate is None or not 0 <= min_match_rate <= 1:
-        problems.append("min_match_rate must be from 0 to 1 (got %s)" % min_match_rate)
-    if tie_max_gap is None or not 0 <= tie_max_gap <= TIE_MAX_GAP_LIMIT:
-        problems.append("tie_max_gap must be from 0 to %s (got %s)" % (TIE_MAX_GAP_LIMIT, tie_max_gap))
-    if baseline_tok_s is not None and not baseline_tok_s > 0:
-        problems.append("baseline_tok_s must be above 0 (got %s)" % baseline_tok_s)
+    margin = finite(margin_pct)
+    if margin is None or margin < 0:
+        problems.append("margin_pct must be a finite number, 0 or more (got %s): a negative margin would pass a "
+                        "slower server, an infinite or NaN one judges nothing" % shown(margin_pct))
+    concurrency = whole(gate_concurrency)
+    if concurrency is None or concurrency < 1:
+        problems.append("gate_concurrency must be a whole number, 1 or more (got %s)" % shown(gate_concurrency))
+    match = finite(min_match_rate)
+    if match is None or not 0 <= match <= 1:
+        problems.append("min_match_rate must be from 0 to 1 (got %s)" % shown(min_match_rate))
+    gap = finite(tie_max_gap)
+    if gap is None or not 0 <= gap <= TIE_MAX_GAP_LIMIT:
+        problems.append("tie_max_gap must be from 0 to %s (got %s)" % (TIE_MAX_GAP_LIMIT, shown(tie_max_gap)))
+    if baseline_tok_s is not None:
+        problem = rate_problem(baseline_tok_s, "baseline_tok_s")
+        if problem:
+            problems.append(problem)
     return problems
 
 
 def count(value, what):
-    """A whole, non-negative count from the measurement (JSON may hold it as 8, 8.0 or "8")."""
-    if isinstance(value, bool):
-        raise GateInputError("%s must be a whole number, got %r" % (what, value))
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise GateInputError("%s must be a whole number, got %r" % (what, value))
-    if math.isnan(number) or number < 0 or number != int(number):
-        raise GateInputError("%s must be a whole number, got %r" % (what, value))
-    return int(number)
+    """A whole, non-negative count from the measurement (JSON may hold it as 8, 8.0 or "8"; never true)."""
+    number = None
+    if not isinstance(value, bool):
+        try:
+            number = whole(float(value))
+        except (TypeError, ValueError, OverflowError):
+            number = None
+    if number is None:
+        raise GateInputError("%s must be a whole number, got %s" % (what, shown(value)))
+    return number
 
 
 def run_problem(run, num_prompts):
@@ -92,17 +101,30 @@ def run_problem(run, num_prompts):
     result = run.get("result")
     if not isinstance(result, dict):
         return "the client wrote no result (exit code %s)" % run.get("rc")
-    completed = result.get("completed")
+    completed = whole(result.get("completed"))
+    if completed is None:
+        return "completed %s is not a count of requests" % shown(result.get("completed"))
     if completed != num_prompts:
         return "completed %s of %d requests" % (completed, num_prompts)
-    if not isinstance(result.get("output_throughput"), (int, float)) or result["output_throughput"] <= 0:
+    if "output_throughput" not in result or result["output_throughput"] is None:
         return "no output throughput"
-    return None
+    return rate_problem(result["output_throughput"], "output_throughput")
 
 
 def _median(values):
-    values = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return statistics.median(values) if values else None
+    """The median of the finite numbers among VALUES (None without any); halves added, so two huge ones do not
+    make an infinite median."""
+    values = sorted(v for v in (finite(value) for value in values) if v is not None)
+    if not values:
+        return None
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else values[middle - 1] / 2.0 + values[middle] / 2.0
+
+
+def _spread_pct(rates, median):
+    if not rates or not median:
+        return None
+    return finite(100.0 * ((max(rates) - min(rates)) / median))
 
 
 def summarize(runs, num_prompts):
@@ -122,7 +144,7 @@ def summarize(runs, num_prompts):
                 problems.append("run %s: %s" % (run.get("repeat", "?"), problem))
             else:
                 counted.append(run["result"])
-        rates = [r["output_throughput"] for r in counted]
+        rates = [finite(r["output_throughput"]) for r in counted]  # counted: each one a finite rate above 0
         median = _median(rates)
         summary[concurrency] = {
             "runs": len(group),
@@ -132,7 +154,7 @@ def summarize(runs, num_prompts):
             "median_output_tok_s": median,
             "min_output_tok_s": min(rates) if rates else None,
             "max_output_tok_s": max(rates) if rates else None,
-            "spread_pct": (100.0 * (max(rates) - min(rates)) / median) if rates and median else None,
+            "spread_pct": _spread_pct(rates, median),
             "median_ttft_ms": _median([r.get("median_ttft_ms") for r in counted]),
             "median_tpot_ms": _median([r.get("median_tpot_ms") for r in counted]),
             "median_itl_ms": _median([r.get("median_itl_ms", r.get("mean_itl_ms")) for r in counted]),
@@ -174,9 +196,8 @@ def top_at(top_logprobs, position):
     row = top_logprobs[position] if isinstance(top_logprobs, list) and position < len(top_logprobs) else None
     out = {}
     for entry in row if isinstance(row, list) else []:
-        if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], (int, float)) \
-                and not isinstance(entry[1], bool) and math.isfinite(entry[1]):
-            out[entry[0]] = entry[1]
+        if isinstance(entry, list) and len(entry) == 2 and finite(entry[1]) is not None:
+            out[entry[0]] = finite(entry[1])
     return out
 
 
@@ -242,24 +263,51 @@ def comparable_settings(config):
                                        "correctness_max_new_tokens")}
 
 
+def recorded_tok_s(baseline, path):
+    """The throughput a recorded baseline (the parsed file at PATH) holds; GateInputError saying what to do when it
+    holds none a run could be judged against (NaN, infinite, 0, negative, a boolean, a string: any run would pass,
+    or none could)."""
+    if not isinstance(baseline, dict):
+        raise GateInputError("the baseline file %s holds no JSON object: delete it, or record a new baseline on a "
+                             "known-good server (sglang_benchmark_record_baseline=true, or baseline_mode ab)" % path)
+    problem = rate_problem(baseline.get("median_output_tok_s"), "its median_output_tok_s")
+    if problem:
+        raise GateInputError("the baseline file %s cannot judge any run: %s. Delete it, or record a new baseline on "
+                             "a known-good server (sglang_benchmark_record_baseline=true, or baseline_mode ab); a "
+                             "deploy measures a new one itself when the recorded one is unusable" % (path, problem))
+    return finite(baseline["median_output_tok_s"])
+
+
 def judge(summary, gate_concurrency, baseline_tok_s, margin_pct, correctness=None, min_match_rate=None):
     """The verdict: passed, the checks that failed, and every number used."""
     failures = []
     stats = summary.get(gate_concurrency)
     if stats is None:
         raise GateInputError("no runs at concurrency %d, the gated one" % gate_concurrency)
-    threshold = baseline_tok_s * (1.0 + margin_pct / 100.0)
+    problem = rate_problem(baseline_tok_s, "the baseline")
+    if problem:
+        raise GateInputError(problem)
+    margin = finite(margin_pct)
+    if margin is None or margin < 0:
+        raise GateInputError("the margin is %s: it must be a finite number, 0 or more" % shown(margin_pct))
+    threshold = finite(baseline_tok_s * (1.0 + margin / 100.0))
+    if threshold is None:
+        raise GateInputError("baseline %s tok/s x (1 + %s %% margin) is not a finite number" % (
+            shown(baseline_tok_s), shown(margin_pct)))
+    if correctness is not None and (finite(min_match_rate) is None or not 0 <= min_match_rate <= 1):
+        raise GateInputError("min_match_rate is %s: it must be from 0 to 1" % shown(min_match_rate))
     for concurrency, group in sorted(summary.items()):
         if group["problems"]:
             failures.append("incomplete: %d of %d runs at concurrency %d did not count (%s)"
                             % (group["runs"] - group["counted"], group["runs"], concurrency,
                                "; ".join(group["problems"])))
-    median = stats["median_output_tok_s"]
+    median = finite(stats["median_output_tok_s"])
     if median is None:
         failures.append("throughput: no counted run at concurrency %d" % gate_concurrency)
-    elif median < threshold:
+    elif not median >= threshold:
         failures.append("throughput: median %.1f tok/s < %.1f tok/s required" % (median, threshold))
-    if correctness is not None and correctness["match_rate"] < min_match_rate:
+    match_rate = finite(correctness["match_rate"]) if correctness is not None else None
+    if correctness is not None and (match_rate is None or not match_rate >= min_match_rate):
         failures.append("correctness: greedy completions match the baseline's %.1f %% < %.1f %% required"
                         % (100 * correctness["match_rate"], 100 * min_match_rate))
     return {"passed": not failures, "failures": failures, "bar_tok_s": threshold, "baseline_tok_s": baseline_tok_s,

@@ -4,7 +4,9 @@
 A verdict is kept on the host next to the fingerprint sglang_server records at every proven start (what the server
 runs: unit, environment files, venv, fusion patch, GPU driver). The gate measures a host again only when that
 fingerprint or the gate's own settings differ from the verdict's, when the verdict failed, when none is recorded, or
-when asked; otherwise the verdict stands and nothing is measured.
+when asked; otherwise the verdict stands and nothing is measured. A recorded verdict holds only with its fields of
+the right kinds (``passed`` a JSON boolean: ``"false"`` is not a pass; ``version`` an integer, not ``true``), and
+nothing written holds a NaN or infinite number.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import json
 VERSION = 1
 # What a recorded verdict must hold to be trusted (anything else is measured again).
 REQUIRED = ("version", "fingerprint", "settings_digest", "passed", "at")
+KINDS = {"fingerprint": (str, "a string"), "settings_digest": (str, "a string"), "passed": (bool, "true or false"),
+         "at": (str, "a string")}
 
 
 class VerdictError(Exception):
@@ -25,9 +29,9 @@ def settings_digest(settings):
     if not isinstance(settings, dict):
         raise VerdictError("settings must be a mapping, got %s" % type(settings).__name__)
     try:
-        text = json.dumps(settings, sort_keys=True, separators=(",", ":"))
+        text = json.dumps(settings, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise VerdictError("settings cannot be written as JSON: %s" % exc)
+        raise VerdictError("settings cannot be written as JSON (a NaN or infinite number is not a setting): %s" % exc)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -42,8 +46,13 @@ def parse(text):
     if not isinstance(verdict, dict) or any(key not in verdict for key in REQUIRED):
         return None, "the recorded verdict lacks %s" % ", ".join(k for k in REQUIRED if not isinstance(verdict, dict)
                                                                  or k not in verdict)
-    if verdict["version"] != VERSION:
+    if isinstance(verdict["version"], bool) or verdict["version"] != VERSION:
         return None, "the recorded verdict has version %r (this gate writes %d)" % (verdict["version"], VERSION)
+    for key, (kind, what) in sorted(KINDS.items()):
+        if not isinstance(verdict[key], kind):
+            shown = repr(verdict[key])
+            return None, "the recorded verdict's %s is %s, not %s" % (
+                key, shown if len(shown) <= 40 else shown[:37] + "...", what)
     return verdict, None
 
 
@@ -79,9 +88,12 @@ def record(fingerprint, digest, passed, at, summary, details):
         raise VerdictError("no fingerprint to attach the verdict to (the server has no recorded proven start)")
     if not isinstance(details, dict):
         raise VerdictError("details must be a mapping, got %s" % type(details).__name__)
-    verdict = {"version": VERSION, "fingerprint": fingerprint, "settings_digest": digest, "passed": bool(passed),
+    if not isinstance(passed, bool):
+        raise VerdictError("passed must be true or false, got %r" % (passed,))
+    verdict = {"version": VERSION, "fingerprint": fingerprint, "settings_digest": digest, "passed": passed,
                "at": at, "summary": summary, "details": details}
     try:
-        return json.dumps(verdict, indent=1, sort_keys=True) + "\n"
+        return json.dumps(verdict, indent=1, sort_keys=True, allow_nan=False) + "\n"
     except (TypeError, ValueError) as exc:
-        raise VerdictError("details cannot be written as JSON: %s" % exc)
+        raise VerdictError("details cannot be written as JSON (a NaN or infinite number is never recorded): %s"
+                           % exc)

@@ -1,6 +1,8 @@
 """The sglang_allreduce_choice module through real Ansible: the winner recorded, check mode, no winner, refusals."""
 import json
 
+import pytest
+
 from tests.helpers.ansible_run import run_module
 
 CANDIDATES = ["fusion", "nccl"]
@@ -42,3 +44,15 @@ def test_bad_rows_are_refused_with_their_reason_and_nothing_is_written(tmp_path)
     result = choose(choice, rows()[:1])
     assert result["failed"] and "no measurement for candidate path(s) nccl" in result["msg"]
     assert "Traceback" not in json.dumps(result) and not choice.exists()
+
+
+@pytest.mark.parametrize("median", [float("nan"), float("inf"), 10 ** 400, True, 0.0])
+def test_a_path_whose_median_is_not_a_rate_is_refused_and_nothing_is_written(tmp_path, median):
+    """A NaN median compares false with everything: it must never win (nor lose) by accident."""
+    choice = tmp_path / "allreduce-choice.json"
+    choose(choice, rows())
+    before = choice.read_text()
+    result = choose(choice, rows(fusion=median))
+    assert result["failed"] and "row fusion" in result["msg"] and "median_tok_s" in result["msg"], result
+    assert "module_stderr" not in result and "Traceback" not in result["msg"]
+    assert choice.read_text() == before and "nothing written" in result["msg"]

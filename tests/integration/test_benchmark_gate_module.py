@@ -2,6 +2,8 @@
 import json
 import os
 
+import pytest
+
 from tests.helpers.ansible_run import run_module
 
 SETTINGS = {"input_len": 16, "output_len": 48, "num_prompts": 2, "seed": 3, "gate_concurrency": 1,
@@ -89,3 +91,17 @@ def test_recording_over_a_baseline_it_cannot_compare_with_keeps_the_old_one(tmp_
     with open(broken["artifacts"]["replaced_baseline"], encoding="utf-8") as handle:
         assert handle.read() == "{half a baseline"
     assert len(os.listdir(str(baselines))) == 3
+
+
+def test_recording_over_a_baseline_without_a_usable_throughput_keeps_it_aside_and_writes_strict_json(tmp_path):
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    (baselines / "h1.json").write_text('{"median_output_tok_s": NaN, "settings": %s}' % json.dumps(SETTINGS))
+    measured = measurement(85.0)
+    measured["completions"][0]["top_logprobs"] = [[[1, float("-inf")], [2, -0.5]]]  # kept as null, not -Infinity
+    recorded = gate(tmp_path, measured, record_baseline=True)
+    with open(recorded["artifacts"]["replaced_baseline"], encoding="utf-8") as handle:
+        assert "NaN" in handle.read()
+    with open(str(baselines / "h1.json"), encoding="utf-8") as handle:
+        new = json.loads(handle.read(), parse_constant=lambda name: pytest.fail("%s in the baseline" % name))
+    assert new["median_output_tok_s"] == 85.0 and new["completions"][0]["top_logprobs"][0][0] == [1, None]

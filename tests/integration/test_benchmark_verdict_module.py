@@ -76,3 +76,19 @@ def test_a_corrupt_verdict_is_judged_again(tmp_path):
     (tmp_path / "gate-verdict.json").write_text("{half")
     result = run_module("sglang_benchmark_verdict", base)
     assert result["measure"] and "not JSON" in result["reason"]
+
+
+def test_nothing_non_finite_is_recorded_and_a_truthy_passed_is_no_pass(tmp_path):
+    base = paths(tmp_path)
+    details = {"verdict": {"median_tok_s": float("nan"), "bar_tok_s": 89.2}}
+    msg = refused(run_module("sglang_benchmark_verdict", dict(base, state="recorded", fingerprint="abc123",
+                                                              passed=True, details=details)))
+    assert "NaN or infinite number is never recorded" in msg and "nothing written" in msg
+    msg = refused(run_module("sglang_benchmark_verdict", dict(base, settings={"margin_pct": float("inf")})))
+    assert "a NaN or infinite number is not a setting" in msg
+    assert not os.path.exists(base["verdict_file"])
+    digest = run_module("sglang_benchmark_verdict", base)["settings_digest"]
+    (tmp_path / "gate-verdict.json").write_text(json.dumps({"version": 1, "fingerprint": "abc123", "passed": "false",
+                                                            "settings_digest": digest, "at": "then"}))
+    result = run_module("sglang_benchmark_verdict", base)
+    assert result["measure"] and "passed is 'false', not true or false" in result["reason"], result

@@ -1,4 +1,5 @@
 """Malformed input for the modules: each answers with its own message (no traceback) and writes nothing."""
+import json
 import os
 
 import pytest
@@ -116,7 +117,14 @@ def gate_args(tmp_path, **overrides):
 
 
 @pytest.mark.parametrize("overrides,words", [
-    ({"margin_pct": -90.0}, ["margin_pct must be 0 or more"]),
+    ({"margin_pct": -90.0}, ["margin_pct must be a finite number, 0 or more"]),
+    ({"margin_pct": float("nan")}, ["margin_pct must be a finite number, 0 or more (got nan)"]),
+    ({"margin_pct": float("inf")}, ["margin_pct must be a finite number, 0 or more (got inf)"]),
+    ({"margin_pct": 10 ** 400}, ["too large for a number (an integer no float holds): margin_pct"]),
+    ({"baseline_tok_s": 10 ** 400, "min_match_rate": 10 ** 400}, ["no float holds): baseline_tok_s, min_match_rate"]),
+    ({"baseline_tok_s": float("nan")}, ["baseline_tok_s is nan (not a finite number)"]),
+    ({"baseline_tok_s": float("inf")}, ["baseline_tok_s is inf (not a finite number)"]),
+    ({"baseline_tok_s": "1e999"}, ["baseline_tok_s is inf (not a finite number)"]),
     ({"host": "../../x"}, ["cannot name a results folder"]),
     ({"host": "h1\nh2"}, ["cannot name a results folder"]),
     ({"host": ".."}, ["cannot name a results folder"]),
@@ -128,6 +136,12 @@ def gate_args(tmp_path, **overrides):
     ({"baseline_tok_s": -1.0}, ["baseline_tok_s"]),
     ({"measurement": measurement(settings=dict(SETTINGS, num_prompts="many"))}, ["num_prompts", "whole number"]),
     ({"measurement": measurement(settings=dict(SETTINGS, num_prompts=2.5))}, ["num_prompts", "whole number"]),
+    ({"measurement": measurement(settings=dict(SETTINGS, num_prompts=float("inf")))}, ["num_prompts", "whole number"]),
+    ({"measurement": measurement(settings=dict(SETTINGS, num_prompts="1e999"))}, ["num_prompts", "whole number"]),
+    ({"measurement": measurement(settings=dict(SETTINGS, num_prompts=10 ** 400))}, ["num_prompts", "whole number"]),
+    ({"measurement": measurement(settings=dict(SETTINGS, num_prompts=True))}, ["num_prompts", "whole number"]),
+    ({"measurement": measurement(runs=[{"concurrency": float("inf"), "result": None}])},
+     ["concurrency", "whole number"]),
     ({"measurement": measurement(runs=[{"concurrency": "x", "result": None}])}, ["concurrency", "whole number"]),
     ({"measurement": measurement(runs="none")}, ["runs must be a list"]),
     ({"measurement": measurement(settings="x")}, ["cannot judge"]),
@@ -137,6 +151,49 @@ def test_benchmark_gate_bounds_its_inputs(tmp_path, overrides, words):
     for word in words:
         assert word in msg, msg
     assert not os.path.exists(str(tmp_path / "results"))
+
+
+@pytest.mark.parametrize("recorded,shown", [
+    ("NaN", "nan (not a finite number)"), ("Infinity", "inf (not a finite number)"), ("0", "0 (not above 0)"),
+    ("-85.0", "-85.0 (not above 0)"), ("true", "True (a boolean, not a number)"), ('"85"', "'85' (not a number)"),
+    ("1" + "0" * 400, "1000000000000000000000000000000000000... (not a finite number)"),
+])
+def test_benchmark_gate_refuses_a_recorded_baseline_that_would_pass_any_run(tmp_path, recorded, shown):
+    """A baseline of NaN, 0 or below made every median pass (and inf none): the gate refuses it by name."""
+    baseline = tmp_path / "baselines" / "h1.json"
+    baseline.parent.mkdir()
+    baseline.write_text('{"median_output_tok_s": %s, "recorded_at": "2026-12-01T05:00:00+00:00", "settings": %s}'
+                        % (recorded, json.dumps(SETTINGS)))
+    msg = refused("sglang_benchmark_gate", gate_args(tmp_path, baseline_mode="file", margin_pct=5.0), tmp_path)
+    assert ("the baseline file %s cannot judge any run: its median_output_tok_s is %s: a rate must be a finite "
+            "number above 0. Delete it, or record a new baseline" % (baseline, shown)) in msg, msg
+    assert not os.path.exists(str(tmp_path / "results"))
+
+
+@pytest.mark.parametrize("rate", [float("nan"), float("inf"), True, 10 ** 400])
+def test_benchmark_gate_records_no_baseline_from_a_measurement_that_is_not_a_rate(tmp_path, rate):
+    runs = [{"concurrency": 1, "repeat": i, "rc": 0, "error": None,
+             "result": {"completed": 2, "output_throughput": rate}} for i in (1, 2, 3)]
+    msg = refused("sglang_benchmark_gate", gate_args(tmp_path, measurement=measurement(runs=runs),
+                                                     record_baseline=True), tmp_path)
+    assert "cannot record a baseline from an incomplete measurement" in msg and "output_throughput is" in msg
+    assert not os.path.exists(str(tmp_path / "baselines"))
+
+
+@pytest.mark.parametrize("result", [
+    {"completed": 2, "output_throughput": float("nan")},
+    {"completed": 2, "output_throughput": float("inf")},
+    {"completed": 2, "output_throughput": 10 ** 400},
+    {"completed": True, "output_throughput": 500.0},  # num_prompts 1: true == 1 in Python
+])
+def test_benchmark_gate_never_passes_a_measurement_that_is_not_a_rate(tmp_path, result):
+    runs = [{"concurrency": 1, "repeat": i, "rc": 0, "error": None, "result": result} for i in (1, 2, 3)]
+    measured = measurement(runs=runs, settings=dict(SETTINGS, num_prompts=1 if result["completed"] is True else 2))
+    judged = run_module("sglang_benchmark_gate", gate_args(tmp_path, measurement=measured))
+    assert judged.get("failed") is not True and judged["passed"] is False, judged
+    assert "throughput: no counted run at concurrency 1" in judged["failures"]
+    with open(judged["artifacts"]["run"], encoding="utf-8") as handle:
+        json.loads(handle.read(), parse_constant=lambda name: pytest.fail("%s in the run record" % name))
 
 
 def test_benchmark_gate_still_judges_a_slow_server_as_failed_with_margin_zero(tmp_path):

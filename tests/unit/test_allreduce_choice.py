@@ -48,7 +48,7 @@ def test_a_tie_keeps_the_path_listed_first():
     ([row("fusion", 150.0), row("fusion", 1.0)], "judged twice"),
     ([row("fusion", None), row("nccl", 1.0)], "passed without a median"),
     ([dict(row("fusion", 150.0), passed="yes"), row("nccl", 1.0)], "passed must be true or false"),
-    ([dict(row("fusion", 150.0), median_tok_s="fast"), row("nccl", 1.0)], "median_tok_s must be a number"),
+    ([dict(row("fusion", 150.0), median_tok_s="fast"), row("nccl", 1.0)], "median_tok_s must be a finite number"),
     ("fusion", "rows must be a list"),
 ])
 def test_bad_judgements_are_refused_with_their_reason(rows, words):
@@ -82,3 +82,41 @@ def test_an_absent_or_unusable_record_is_no_choice(text, words):
     data, problem = ac.parse(text)
     path, reason = ac.recorded_path(data, problem, ["nccl"])
     assert path is None and words in reason
+
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("bad,words", [
+    (row("fusion", NAN), "row fusion: median_tok_s must be a finite number or null, got nan"),
+    (row("fusion", INF), "row fusion: median_tok_s must be a finite number or null, got inf"),
+    (row("fusion", NAN, passed=False), "row fusion: median_tok_s must be a finite number or null, got nan"),
+    (row("fusion", True), "row fusion: median_tok_s must be a finite number or null, got True"),
+    (row("fusion", 10 ** 400), "row fusion: median_tok_s must be a finite number or null, got 100000000000"),
+    (row("fusion", 0.0), "row fusion passed with median_tok_s is 0.0 (not above 0)"),
+    (row("fusion", -150.0), "row fusion passed with median_tok_s is -150.0 (not above 0)"),
+    (row("fusion", 150.0, bar=NAN), "row fusion: bar_tok_s must be a finite number or null, got nan"),
+    (row("fusion", 150.0, match=NAN), "row fusion: match_rate must be a finite number or null, got nan"),
+    (row("fusion", 150.0, match=True), "row fusion: match_rate must be a finite number or null, got True"),
+    (row("fusion", 150.0, match=1.5), "row fusion: match_rate must be from 0 to 1, got 1.5"),
+])
+def test_a_nan_or_otherwise_untrustworthy_figure_never_wins_the_choice(bad, words):
+    """A NaN median compares false with everything, so max() could keep it whatever the other paths measured."""
+    for rows in ([bad, row("nccl", 130.0)], [row("nccl", 130.0), bad]):
+        with pytest.raises(ac.ChoiceError) as err:
+            ac.choose(rows, CANDIDATES)
+        assert words in str(err.value)
+
+
+def test_a_record_with_version_true_is_no_choice():
+    text = json.dumps({"version": True, "path": "nccl", "candidates": ["nccl"]})
+    assert ac.recorded_path(*ac.parse(text), ["nccl"])[0] is None
+    mixed = json.dumps({"version": 1, "path": "nccl", "candidates": ["nccl", 7]})
+    assert "lacks its path or candidates" in ac.recorded_path(*ac.parse(mixed), ["nccl"])[1]
+
+
+def test_nothing_non_finite_is_recorded():
+    choice = ac.choose([row("fusion", 150.0), row("nccl", 130.0)], CANDIDATES)
+    choice["paths"][1]["bar_tok_s"] = INF  # not through choose(): record() checks what it writes itself
+    with pytest.raises(ac.ChoiceError, match="never recorded"):
+        ac.record(choice, CANDIDATES, "t")

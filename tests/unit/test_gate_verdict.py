@@ -79,3 +79,39 @@ def test_settings_must_be_a_mapping_of_json_values():
         gate_verdict.settings_digest(["x"])
     with pytest.raises(gate_verdict.VerdictError, match="JSON"):
         gate_verdict.settings_digest({"x": object()})
+
+
+def fields(**change):
+    return json.dumps(dict({"version": 1, "fingerprint": "f" * 64, "settings_digest": DIGEST, "passed": True,
+                            "at": "2026-12-01T05:00:00+00:00"}, **change))
+
+
+@pytest.mark.parametrize("text,words", [
+    (fields(passed="false"), "passed is 'false', not true or false"),  # a truthy string is no pass
+    (fields(passed=1), "passed is 1, not true or false"),
+    (fields(passed=None), "passed is None, not true or false"),
+    (fields(version=True), "version True"),  # true == 1 in Python
+    (fields(fingerprint=["f" * 64]), "fingerprint is ['fffffffffffffffffffffffffffffffffff..., not a string"),
+    (fields(settings_digest=7), "settings_digest is 7, not a string"),
+    (fields(at=None), "at is None, not a string"),
+])
+def test_a_record_whose_fields_have_the_wrong_kind_is_measured_again(text, words):
+    verdict, problem = gate_verdict.parse(text)
+    assert verdict is None and words in problem, problem
+    measure, reason = gate_verdict.decide(verdict, problem, "f" * 64, DIGEST, force=False)
+    assert measure and reason == problem
+    assert gate_verdict.parse(fields())[1] is None
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_nothing_non_finite_is_digested_or_recorded(value):
+    with pytest.raises(gate_verdict.VerdictError, match="NaN or infinite"):
+        gate_verdict.settings_digest({"margin_pct": value})
+    with pytest.raises(gate_verdict.VerdictError, match="NaN or infinite number is never recorded"):
+        gate_verdict.record("f", DIGEST, True, "at", "", {"verdict": {"median_tok_s": value}})
+
+
+@pytest.mark.parametrize("passed", ["true", 1, None])
+def test_record_takes_passed_only_as_a_boolean(passed):
+    with pytest.raises(gate_verdict.VerdictError, match="passed must be true or false"):
+        gate_verdict.record("f", DIGEST, passed, "at", "", {})

@@ -16,19 +16,41 @@ def differences(baseline, settings):
     return sglang_baseline.sglang_baseline_differences(json.dumps(baseline), settings)
 
 
+BASELINE = {"settings": RECORDED, "median_output_tok_s": 80.0}
+
+
 def test_the_same_settings_are_comparable_whatever_else_the_run_notes():
-    assert differences({"settings": RECORDED, "median_output_tok_s": 80.0}, NOW) == []
-    assert differences({"settings": RECORDED}, dict(NOW, output_len="128", seed="1")) == []
+    assert differences(BASELINE, NOW) == []
+    assert differences(BASELINE, dict(NOW, output_len="128", seed="1")) == []
 
 
 def test_each_recorded_setting_that_differs_is_named_with_both_values():
-    assert differences({"settings": RECORDED}, dict(NOW, output_len=64, seed=7)) == [
+    assert differences(BASELINE, dict(NOW, output_len=64, seed=7)) == [
         "output_len: 128 recorded, 64 now", "seed: 1 recorded, 7 now"]
 
 
 def test_a_setting_this_run_lacks_differs():
     now = {k: v for k, v in NOW.items() if k != "correctness_max_new_tokens"}
-    assert differences({"settings": RECORDED}, now) == ["correctness_max_new_tokens: 32 recorded, null now"]
+    assert differences(BASELINE, now) == ["correctness_max_new_tokens: 32 recorded, null now"]
+
+
+@pytest.mark.parametrize("text, shown", [
+    ('{"settings": %s, "median_output_tok_s": NaN}', "nan"),
+    ('{"settings": %s, "median_output_tok_s": Infinity}', "inf"),
+    ('{"settings": %s, "median_output_tok_s": 1e999}', "inf"),
+    ('{"settings": %s, "median_output_tok_s": -Infinity}', "-inf"),
+    ('{"settings": %s, "median_output_tok_s": 0}', "0"),
+    ('{"settings": %s, "median_output_tok_s": -80.0}', "-80.0"),
+    ('{"settings": %s, "median_output_tok_s": true}', "True"),
+    ('{"settings": %s, "median_output_tok_s": "80"}', "'80'"),
+    ('{"settings": %s}', "None"),
+    ('{"settings": %s, "median_output_tok_s": 1' + "0" * 400 + '}', "1000000000000000000000000000000000000..."),
+])
+def test_a_baseline_without_a_usable_throughput_is_not_comparable(text, shown):
+    """The gate cannot judge against it (any run would pass a NaN or 0 baseline): the deploy measures a new one."""
+    [line] = sglang_baseline.sglang_baseline_differences(text % json.dumps(RECORDED), NOW)
+    assert line == ("the baseline holds no usable throughput (median_output_tok_s %s is not a finite number "
+                    "above 0)" % shown)
 
 
 @pytest.mark.parametrize("text, why", [

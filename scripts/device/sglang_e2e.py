@@ -188,6 +188,7 @@ def playbook(state, phase, python, extra=None, log_name=None):
                  # after setup: the fusion flags setup published (the control's unit keeps them), the patch's state
                  "e2e_fusion_args": patch_record("setup").get("server_args", []), "e2e_prove_unit": 0,
                  "e2e_patch_state": "absent" if state.get("patch_reverted") else "present",
+                 "e2e_api_log": "",
                  "ansible_python_interpreter": python}
     variables.update(extra or {})
     command = [python, os.path.join(SITE, "bin", "ansible-playbook")]
@@ -509,8 +510,9 @@ def run_leg(state, index):
     first = index == next(i for i in range(len(LEGS)) if runnable(i))  # the first leg that runs here
     if first or RANKS:  # the role's proof, on every leg of a rehearsal
         proof_log = "ansible_prove_%s" % name
-        rc = playbook(state, "prove", state["python"], {"e2e_log_file": server["log"],
-                                                         "e2e_prove_unit": UNITS.index(unit)}, log_name=proof_log)
+        rc = playbook(state, "prove", state["python"], {
+            "e2e_log_file": server["log"], "e2e_prove_unit": UNITS.index(unit),
+            "e2e_api_log": API_LOG if fusion or RANKS else ""}, log_name=proof_log)
         with open(os.path.join(OUT, proof_log + ".log"), encoding="utf-8", errors="replace") as handle:
             leg["proof"], leg["proof_message"] = fusion_evidence.proof_outcome(rc, redacted(handle.read()))
         leg["prove_rc"] = rc

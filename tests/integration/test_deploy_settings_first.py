@@ -12,6 +12,11 @@ from tests.helpers.ansible_run import run_playbook, task_results
     ({"sglang_server_served_model_name": "kimi\nUser=root"}, "sglang_server_served_model_name"),
     ({"sglang_server_multinode_group": "server_typo"}, "server_typo"),
     ({"sglang_server_host": "0.0.0.0"}, "sglang_server_allow_all_interfaces"),
+    # other spellings of every interface (filter_plugins/sglang_url.py's sglang_server_binds_all)
+    ({"sglang_server_host": "0"}, "sglang_server_allow_all_interfaces"),
+    ({"sglang_server_host": "0:0:0:0:0:0:0:0"}, "sglang_server_allow_all_interfaces"),
+    ({"sglang_server_host": "000.0.0.0"}, "sglang_server_allow_all_interfaces"),
+    ({"sglang_server_host": "::FFFF:0.0.0.0"}, "sglang_server_allow_all_interfaces"),
 ])
 def test_a_bad_server_setting_stops_the_deploy_before_any_role_runs(tmp_path, variables, words):
     inventory = tmp_path / "hosts.yml"

@@ -39,15 +39,12 @@ def _inet_aton(text):
     for part in parts:
         if not part or not part.isascii():
             return None
-        try:
-            if part[:2] in ("0x", "0X"):
-                value = int(part[2:] or "0", 16) if all(c in "0123456789abcdefABCDEF" for c in part[2:]) else None
-            elif part[0] == "0" and len(part) > 1:
-                value = int(part[1:], 8) if all(c in "01234567" for c in part[1:]) else None
-            else:
-                value = int(part, 10) if part.isdigit() else None
-        except ValueError:
-            return None
+        if part[:2] in ("0x", "0X"):
+            value = int(part[2:] or "0", 16) if all(c in "0123456789abcdefABCDEF" for c in part[2:]) else None
+        elif part[0] == "0" and len(part) > 1:
+            value = int(part[1:], 8) if all(c in "01234567" for c in part[1:]) else None
+        else:
+            value = int(part, 10) if part.isdigit() else None
         if value is None:
             return None
         values.append(value)

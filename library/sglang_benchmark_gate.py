@@ -264,7 +264,7 @@ def _module():
     except OverflowError:
         pass  # reported below, outside the handler (fail_json inside it would attach the exception)
     floats = sorted(name for name, spec in ARGUMENT_SPEC.items() if spec.get("type") == "float")
-    raw = dict((name, dict(spec, type="raw") if name in floats else spec) for name, spec in ARGUMENT_SPEC.items())
+    raw = {name: dict(spec, type="raw") if name in floats else spec for name, spec in ARGUMENT_SPEC.items()}
     module = AnsibleModule(argument_spec=raw, supports_check_mode=False)
     huge = [name for name in floats if isinstance(module.params.get(name), int)
             and not isinstance(module.params[name], bool) and finite(module.params[name]) is None]

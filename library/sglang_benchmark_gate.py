@@ -22,7 +22,7 @@ description:
   - Trusts no number unchecked. A run's C(output_throughput) counts only as a finite number above 0 and its
     C(completed) only as a whole number (JSON C(true) is neither); a run that fails either does not count. A recorded
     baseline whose C(median_output_tok_s) is not a finite number above 0 (NaN, infinite, 0, negative, a boolean, a
-    string) judges nothing: the module fails naming the file and the field (delete it or record a new one; the
+    string) judges nothing. The module then fails naming the file and the field (delete it or record a new one; the
     role's decide step measures a new one itself). Nothing it writes holds a NaN or infinite number (written as
     null).
 author:

@@ -128,8 +128,10 @@ def evidence_name(kind):
     """h200x<GPUs>[_shared<ranks>][_<family>]_<kind>.json: the rehearsal's main family (deepseek_v3) and the
     one-GPU run's (qwen3) keep the short names."""
     main_family = "deepseek_v3" if RANKS else "qwen3"
-    return "h200x%d%s%s_%s.json" % (gpu_count(), "_shared%d" % RANKS if RANKS else "",
-                                    "" if FAMILY == main_family else "_" + FAMILY, kind)
+    model = next((word.lower() for name in gpus()["names"] for word in name.split() if word[:1] in "HB"
+                  and word[1:].isdigit()), "gpu")  # "NVIDIA H200" -> h200
+    return "%sx%d%s%s_%s.json" % (model, gpu_count(), "_shared%d" % RANKS if RANKS else "",
+                                  "" if FAMILY == main_family else "_" + FAMILY, kind)
 
 
 def python_with_torch():

@@ -26,7 +26,7 @@ tar czf "$OUT/bundle-$phase.tgz" -C /var/tmp/sglang-e2e out
 # FlashInfer's trtllm_comm if nvcc built it here, for the next machine to carry as .device/e2e-jit/trtllm_comm.so.xz
 [ -f /var/tmp/sglang-e2e/trtllm_comm.so ] && [ "$phase" = setup ] &&
   xz -T0 -6 -c /var/tmp/sglang-e2e/trtllm_comm.so > "$OUT/trtllm_comm.so.xz"
-cp /var/tmp/sglang-e2e/out/*/h200x*_sglang_e2e.json /var/tmp/sglang-e2e/out/*/h200x*_sglang_greedy_logprobs.json \
+cp /var/tmp/sglang-e2e/out/*/h[0-9]*x*_sglang_e2e.json /var/tmp/sglang-e2e/out/*/h[0-9]*x*_sglang_greedy_logprobs.json \
   "$OUT/" 2>/dev/null
 echo "sglang_e2e $phase: rc=$rc"
 exit "$rc"

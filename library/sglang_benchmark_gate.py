@@ -325,12 +325,13 @@ def main():
                                                           "margin_pct", "gate_concurrency")},
                          summary={str(k): v for k, v in summary.items()}, correctness=correctness, artifacts={})
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    record = json_safe(dict(verdict, stamp=stamp, host=p["host"], message=message, summary=summary,
+    record = dict(verdict, stamp=stamp, host=p["host"], message=message, summary=summary,
                   spread_pct=stats["spread_pct"], accept_length=stats["accept_length"],
                   match_rate=correctness["match_rate"] if correctness else None, correctness=correctness,
                   baseline_source=source, measurement=measurement, context=p["context"],
                   venv=p["context"].get("venv"), sglang=(measurement.get("client") or {}).get("sglang"),
-                  rolled_back=p["context"].get("rolled_back"), allreduce=p["allreduce"] or None))
+                  rolled_back=p["context"].get("rolled_back"), allreduce=p["allreduce"] or None)
+    record = json_safe(record)  # a NaN the client wrote into a run that did not count is recorded as null
     try:
         artifacts = bench_report.write_artifacts(p["results_dir"], p["host"], record)
     except (OSError, ImportError) as exc:

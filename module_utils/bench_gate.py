@@ -304,10 +304,10 @@ def judge(summary, gate_concurrency, baseline_tok_s, margin_pct, correctness=Non
     median = finite(stats["median_output_tok_s"])
     if median is None:
         failures.append("throughput: no counted run at concurrency %d" % gate_concurrency)
-    elif not median >= threshold:
+    elif median < threshold:  # both finite here
         failures.append("throughput: median %.1f tok/s < %.1f tok/s required" % (median, threshold))
     match_rate = finite(correctness["match_rate"]) if correctness is not None else None
-    if correctness is not None and (match_rate is None or not match_rate >= min_match_rate):
+    if correctness is not None and (match_rate is None or match_rate < min_match_rate):
         failures.append("correctness: greedy completions match the baseline's %.1f %% < %.1f %% required"
                         % (100 * correctness["match_rate"], 100 * min_match_rate))
     return {"passed": not failures, "failures": failures, "bar_tok_s": threshold, "baseline_tok_s": baseline_tok_s,

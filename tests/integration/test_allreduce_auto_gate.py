@@ -30,8 +30,6 @@ def trials(tmp_path, reference, paths, repeats=3):  # noqa: F811 (the fixture's 
 def test_auto_picks_the_path_the_server_makes_fastest(tmp_path, reference):  # noqa: F811
     choice = trials(tmp_path, reference, {"fusion": {"tokens_per_s": 115}, "nccl": {"tokens_per_s": 160}})
     assert choice["winner"] == "nccl", choice["why"]
-    medians = dict((r["path"], r["median_tok_s"]) for r in choice["paths"])
-    assert medians["nccl"] > medians["fusion"] * 1.2
     data, problem = ac.parse(ac.record(choice, CANDIDATES, "2026-12-01T06:30:00+00:00"))
     assert ac.recorded_path(data, problem, CANDIDATES)[0] == "nccl"  # the next deploy renders it
 

@@ -69,8 +69,13 @@ def reference(tmp_path_factory):
     return {"median": summary[1]["median_output_tok_s"], "completions": measured["completions"]}
 
 
-def test_the_real_client_measures_the_plain_baseline_close_to_its_true_rate(reference):
-    assert reference["median"] == pytest.approx(BASELINE_TOK_S, rel=0.08)
+def test_the_real_client_measures_the_plain_baseline_no_faster_than_its_true_rate(reference):
+    """The stand-in paces to its rate (tests/unit/test_sglang_server_standin.py checks that arithmetic without a
+    clock); how close the real client comes to it depends on the machine, so it is printed, not asserted: a busy
+    machine only slows the stand-in, and no test bounds a wall-clock rate from below."""
+    print("\nplain baseline: the real client measured %.1f tok/s of the stand-in's %.1f" % (reference["median"],
+                                                                                         BASELINE_TOK_S))
+    assert 0 < reference["median"] <= BASELINE_TOK_S * 1.08
     assert all(c.get("output_ids") for c in reference["completions"])
 
 

@@ -48,6 +48,12 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(REPO, "module_utils"))  # the gate's own arithmetic (stdlib only), on real answers
 sys.path.insert(2, os.path.join(REPO, "roles", "sglang_server", "files"))  # the role's journal redaction
+if "ansible.module_utils" not in sys.modules:  # module_utils import each other as Ansible ships them
+    import types  # noqa: E402  pylint: disable=wrong-import-position
+    sys.modules["ansible"] = types.ModuleType("ansible")
+    sys.modules["ansible"].__path__ = []
+    sys.modules["ansible.module_utils"] = types.ModuleType("ansible.module_utils")
+    sys.modules["ansible.module_utils"].__path__ = [os.path.join(REPO, "module_utils")]
 import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
 import fusion_evidence  # noqa: E402  pylint: disable=wrong-import-position
 import greedy_ties  # noqa: E402  pylint: disable=wrong-import-position
@@ -341,6 +347,11 @@ def start_leg(state, index):
         save_state(state)
         if rc:
             return 1
+    taken = http("GET", "/health", authorization=None)[0]
+    if taken is not None:  # another server answers there: its answers would be taken for this leg's
+        print("port %d already answers (%s): a server of an earlier leg or job still runs; not starting %s"
+              % (PORT, taken, name), flush=True)
+        return 1
     log_path = "/var/log/sglang-e2e-%s-%s.log" % (RUN, name)
     if os.path.exists(log_path):
         os.unlink(log_path)
@@ -493,7 +504,8 @@ def run_leg(state, index):
     leg = state["legs"].setdefault(name, {})
     server = leg.get("server")
     if not server or unit_exec.process_gone(server["pid"]):
-        start_leg(state, index)
+        if start_leg(state, index):
+            return 1
         server = leg["server"]
     started = time.monotonic()
     proc = subprocess.run(["/usr/bin/env", "python3", os.path.join(REPO, "roles/sglang_server/files/wait_ready.py"),
@@ -506,7 +518,9 @@ def run_leg(state, index):
                            "seconds": round(time.monotonic() - started, 1)})
     save_state(state)
     shutil.copy(server["log"], os.path.join(OUT, "server-%s.log" % name))
-    if proc.returncode:
+    if proc.returncode:  # never ready: stopped, so that the port is free for whatever runs next
+        leg["stopped"] = unit_exec.stop(server["pid"], grace_s=server["timeout_stop_s"])
+        save_state(state)
         return 1
     leg["health_generate_status"] = http("GET", "/health_generate")[0]
     first = index == next(i for i in range(len(LEGS)) if runnable(i))  # the first leg that runs here

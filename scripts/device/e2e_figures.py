@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The README's table of the real SGLang server run through the project's roles on GPUs, one column per GPU count
-(1, 2), generated from the evidence sglang_e2e.py wrote (tests/fixtures/device/h200x<N>_sglang_e2e.json), so the
-table and the evidence cannot drift apart. A count without evidence says "not run"; a leg its run could not run
-(fusion on one GPU) says why.
+"""The README's table of the real SGLang server run through the project's roles on GPUs, one column per setup (1
+GPU, 2 GPUs, and the shared-GPU rehearsal of 2 ranks on 1 GPU), generated from the evidence sglang_e2e.py wrote
+(tests/fixtures/device/h200x<N>[_shared<R>]_sglang_e2e.json), so the table and the evidence cannot drift apart. A
+setup without evidence says "not run"; a leg its run could not run (fusion on one GPU) says why.
 
     scripts/device/e2e_figures.py            # rewrite the block between the markers in README.md
     scripts/device/e2e_figures.py --check    # exit 1 when the block differs from the fixtures
@@ -17,20 +17,26 @@ from readme_block import FIXTURES, README  # noqa: E402  pylint: disable=wrong-i
 
 BEGIN = "<!-- BEGIN REAL SERVER: generated from tests/fixtures/device by scripts/device/e2e_figures.py -->"
 END = "<!-- END REAL SERVER -->"
-GPU_COUNTS = (1, 2)
-LEGS = (("spec_fusion", "EAGLE-3 + fusion"), ("spec_nofusion", "EAGLE-3, no fusion"), ("plain", "no speculation"))
+COLUMNS = (("h200x1_sglang_e2e.json", "1 x H200"), ("h200x2_sglang_e2e.json", "2 x H200"),
+           ("h200x1_shared2_sglang_e2e.json", "2 ranks on 1 x H200 (rehearsal)"))
+LEGS = (("spec_fusion", "EAGLE-3 + fusion"), ("spec_nofusion", "EAGLE-3, no fusion"), ("plain", "no speculation"),
+        ("control", "control: fusion unit, patch reverted"))
+GREEDY = LEGS[:3] + (("spec_fusion_vs_spec_nofusion", "fusion against no fusion"),)
 
 
-def evidence_of(gpus):
-    return readme_block.load_fixture(FIXTURES, "h200x%d_sglang_e2e.json" % gpus)
+def evidence_of(name):
+    return readme_block.load_fixture(FIXTURES, name)
 
 
 def _leg_cell(run, name):
     for leg in run["legs"]:
         if leg["name"] == name:
             accept = "" if leg["accept_length"] is None else ", accept length %.2f" % leg["accept_length"]
-            return "%.1f tok/s%s; %d/%d completed" % (leg["output_tok_s"], accept, leg["completed"],
-                                                      leg["num_prompts"])
+            calls = "" if leg.get("fused_kernel_calls") is None else "; fused kernel calls %d" % leg[
+                "fused_kernel_calls"]
+            proof = "; proof %s" % leg["proof"] if leg.get("proof") else ""
+            return "%.1f tok/s%s; %d/%d completed%s%s" % (leg["output_tok_s"], accept, leg["completed"],
+                                                          leg["num_prompts"], calls, proof)
     for leg in run.get("legs_not_run", []):
         if leg["name"] == name:
             return "not run: %d GPU" % run["tp_size"] if leg["fusion"] else "not run"
@@ -39,7 +45,7 @@ def _leg_cell(run, name):
 
 def _greedy_cell(run):
     cells = []
-    for name, title in LEGS:
+    for name, title in GREEDY:
         if name in run["greedy_match"]:
             gate = run["gate_correctness"].get(name, {})
             ties = " (gate, ties counted: %.3f)" % gate["match_rate"] if gate.get("ties") else ""
@@ -48,14 +54,14 @@ def _greedy_cell(run):
 
 
 def render():
-    runs = {gpus: evidence_of(gpus) for gpus in GPU_COUNTS}
+    runs = {name: evidence_of(name) for name, _title in COLUMNS}
 
     def row(title, cell):
-        return "| %s | %s |" % (title, " | ".join("not run" if runs[g] is None else cell(runs[g])
-                                                    for g in GPU_COUNTS))
+        return "| %s | %s |" % (title, " | ".join("not run" if runs[name] is None else cell(runs[name])
+                                                    for name, _title in COLUMNS))
 
-    lines = ["| real server through the roles | %s |" % " | ".join(
-        "%d x H200" % g for g in GPU_COUNTS), "|---|%s" % ("---|" * len(GPU_COUNTS))]
+    lines = ["| real server through the roles | %s |" % " | ".join(title for _name, title in COLUMNS),
+             "|---|%s" % ("---|" * len(COLUMNS))]
     lines.append(row("run", lambda r: "%s: sglang %s, flashinfer %s, torch %s" % (
         r["date"][:10], r["sglang"], r["flashinfer"], r["torch"])))
     lines.append(row("model", lambda r: "%s, %d layers, hidden %d, random weights; draft %s" % (
@@ -68,8 +74,10 @@ def render():
                      if r["fusion_log_line"] else "none (no fusion leg)"))
     lines.append(row("stop (SIGTERM to the group)", lambda r: ", ".join(
         "%s %.1f s" % (s["result"], s["seconds"]) for s in r["stops"].values())))
-    sources = ", ".join("`h200x%d_sglang_e2e.json`" % g for g in GPU_COUNTS if runs[g] is not None)
-    lines += ["", "From `tests/fixtures/device/` (%s); tok/s: median of the runs, one client at a time." % sources]
+    sources = ", ".join("`%s`" % name for name, _title in COLUMNS if runs[name] is not None)
+    lines += ["", "From `tests/fixtures/device/` (%s); tok/s: median of the runs, one client at a time. The "
+                  "rehearsal's two ranks time-slice one GPU and meet over loopback sockets: its throughput figures "
+                  "mean nothing; it proves the code paths, not speed." % sources]
     return "\n".join(lines)
 
 

@@ -415,6 +415,17 @@ def verify_admitted(files, helpers, g3=True):
     return not pending and not changed, sites
 
 
+def _argument_nodes(sources):
+    """Every AST node of SGLang's argument sources, (path, bytes) each; a file that does not parse is passed over."""
+    for path, data in sources:
+        try:
+            tree = ast.parse(data, filename=path)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            yield node
+
+
 def server_flag(sources):
     """CLI flag that turns fusion on, read from SGLang's own argument definitions.
 
@@ -423,20 +434,15 @@ def server_flag(sources):
     unicast kernel; mnnvl needs NVLink); older releases have a boolean flag.
     """
     backend_field = bool_flag = False
-    for path, data in sources:
-        try:
-            tree = ast.parse(data, filename=path)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                    node.target.id == "flashinfer_allreduce_fusion_backend":
+    for node in _argument_nodes(sources):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                node.target.id == "flashinfer_allreduce_fusion_backend":
+            backend_field = True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value == "--flashinfer-allreduce-fusion-backend":
                 backend_field = True
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if node.value == "--flashinfer-allreduce-fusion-backend":
-                    backend_field = True
-                elif node.value == "--enable-flashinfer-allreduce-fusion":
-                    bool_flag = True
+            elif node.value == "--enable-flashinfer-allreduce-fusion":
+                bool_flag = True
     if backend_field:
         return ["--flashinfer-allreduce-fusion-backend", "trtllm"]
     if bool_flag:
@@ -492,17 +498,12 @@ def server_no_fusion_flag(sources):
     ``--enforce-disable-flashinfer-allreduce-fusion`` (a boolean, 0.5.14+) overrides that. ``sources`` as for
     ``server_flag``: the flag counts where an ``add_argument`` call declares it or an annotated field becomes it.
     """
-    for path, data in sources:
-        try:
-            tree = ast.parse(data, filename=path)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                    node.target.id == _NO_FUSION_FIELD:
-                if _annotated_cli_name(node.annotation, node.target.id) == NO_FUSION_FLAG:
-                    return [NO_FUSION_FLAG]
-            elif isinstance(node, ast.Call) and _name_of(node.func) == "add_argument" and \
-                    any(isinstance(arg, ast.Constant) and arg.value == NO_FUSION_FLAG for arg in node.args):
+    for node in _argument_nodes(sources):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
+                node.target.id == _NO_FUSION_FIELD:
+            if _annotated_cli_name(node.annotation, node.target.id) == NO_FUSION_FLAG:
                 return [NO_FUSION_FLAG]
+        elif isinstance(node, ast.Call) and _name_of(node.func) == "add_argument" and \
+                any(isinstance(arg, ast.Constant) and arg.value == NO_FUSION_FLAG for arg in node.args):
+            return [NO_FUSION_FLAG]
     return []

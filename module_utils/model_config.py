@@ -35,14 +35,19 @@ def hidden_size(config, source="config.json"):
     raise ModelConfigError("%s has no positive integer hidden_size (top level, %s)" % (source, " or ".join(NESTED)))
 
 
-def read_hidden_size(model_path):
-    """hidden_size from ``model_path``/config.json; ModelConfigError naming the file and the reason."""
+def _read_config(model_path, what):
+    """(path, parsed config.json) of ``model_path``; ModelConfigError saying WHAT could not be read, and why."""
     path = config_path(model_path)
     try:
         with open(path, "r", encoding="utf-8") as handle:
-            config = json.load(handle)
+            return path, json.load(handle)
     except (OSError, ValueError) as exc:
-        raise ModelConfigError("cannot read the model's hidden_size from %s: %s" % (path, exc))
+        raise ModelConfigError("cannot read the model's %s from %s: %s" % (what, path, exc))
+
+
+def read_hidden_size(model_path):
+    """hidden_size from ``model_path``/config.json; ModelConfigError naming the file and the reason."""
+    path, config = _read_config(model_path, "hidden_size")
     return hidden_size(config, path)
 
 
@@ -58,10 +63,5 @@ def architecture(config, source="config.json"):
 
 def read_architecture(model_path):
     """The architecture from ``model_path``/config.json; ModelConfigError naming the file and the reason."""
-    path = config_path(model_path)
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            config = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise ModelConfigError("cannot read the model's architecture from %s: %s" % (path, exc))
+    path, config = _read_config(model_path, "architecture")
     return architecture(config, path)

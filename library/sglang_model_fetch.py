@@ -1,0 +1,195 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ansible shell around module_utils/model_store.py and module_utils/model_manifest.py."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_model_fetch
+short_description: Put one pinned model revision on the host, verified against its manifest, or verify one in place
+version_added: "0.2.0"
+description:
+  - Makes C(<models_dir>/<name>/<revision>/) hold exactly the files of the revision's manifest (name, size and
+    sha256 per file), or, for a C(path) source, verifies a copy already on the host where it is.
+  - An C(http) source is a mirror serving the files under I(source.url) and a manifest at I(source.manifest_url), JSON
+    holding a list C(files) with the C(name), C(size) and C(sha256) of each file. Files are fetched into
+    C(<name>/.partial-<revision>/) (same filesystem), each hashed as it arrives, and the folder is renamed into place
+    only when every file matched; a fetch that stops keeps what arrived, and the next run hashes that again and
+    resumes each file with an HTTP Range request.
+  - Before fetching, the free space must hold what is still to fetch plus I(space_margin_mb); otherwise the module
+    refuses with the figures.
+  - A verified revision is recorded in C(<name>/.state/<revision>.json) (the manifest and its digest). A revision in
+    place with its record is checked by size alone (I(verify=size), no download, no hashing, the mirror is not
+    asked); I(verify=full) hashes every file again. A copy that fails is never used, and the message names the file.
+  - Bytes, total and rate of a fetch in progress are written to C(<name>/.state/<revision>.progress.json) every few
+    seconds, and returned at the end.
+  - The C(current) link of a model is not switched here; the server's restart path owns it
+    (C(model_store.switch_current)).
+  - Source types C(hf) (a Hugging Face repository at a 40-hex commit, I(source.endpoint) as C(HF_ENDPOINT), the token
+    read from I(source.token_file)) and C(peer) (another host's verified copy) are part of the spec and refused as
+    not yet supported.
+author:
+  - gpufleet sglang maintainers (@gpufleet)
+options:
+  name:
+    description: The model's name, a directory under I(models_dir) (letters, digits, C(.), C(_), C(-)).
+    type: str
+    required: true
+  revision:
+    description: The pinned revision (a directory name; a 40-hex commit for C(hf)).
+    type: str
+    required: true
+  models_dir:
+    description: Absolute path of the folder that holds every model.
+    type: path
+    required: true
+  source:
+    description: Where the revision comes from.
+    type: dict
+    required: true
+    suboptions:
+      type:
+        description: The kind of source (C(hf) and C(peer) are refused as not yet supported).
+        type: str
+        required: true
+        choices: [path, http, hf, peer]
+      path:
+        description: C(path) the folder on the host that holds the model; C(peer) the folder on the peer.
+        type: path
+      manifest:
+        description: C(path) the manifest file on the host.
+        type: path
+      url:
+        description: C(http) the base URL the files are served under (C(<url>/<file name>)).
+        type: str
+      manifest_url:
+        description: C(http) the manifest's URL; defaults to C(<url>/manifest.json).
+        type: str
+      token_file:
+        description:
+          - C(http), C(hf) a file on the host holding a bearer token. Only the file's path is an argument; the token
+            goes into a request header only, never into a result, a message or a record.
+        type: path
+      repo:
+        description: C(hf) the repository, C(owner/name).
+        type: str
+      endpoint:
+        description: C(hf) the hub endpoint (C(HF_ENDPOINT), an internal mirror).
+        type: str
+      host:
+        description: C(peer) the inventory host that holds a verified copy.
+        type: str
+  verify:
+    description: How a revision already in place is checked again, C(size) (a stat per file) or C(full) (sha256).
+    type: str
+    choices: [size, full]
+    default: size
+  space_margin_mb:
+    description: MiB that must stay free on top of what is to be fetched.
+    type: int
+    default: 1024
+  timeout:
+    description: Seconds a connection to the mirror may stay silent.
+    type: int
+    default: 60
+  retries:
+    description: How many times one run resumes a file whose transfer stopped.
+    type: int
+    default: 3
+notes:
+  - Supports check mode (what would be fetched and its size, with the free-space check; nothing is written) and
+    diff mode (the revision absent before, present after).
+"""
+
+EXAMPLES = r"""
+- name: Fetch the model from the fleet's mirror
+  sglang_model_fetch:
+    name: Kimi-K2.5
+    revision: 2025-11-01
+    models_dir: /var/lib/sglang/models
+    source:
+      type: http
+      url: http://mirror.internal/models/Kimi-K2.5/2025-11-01
+      token_file: /etc/sglang/mirror-token
+
+- name: Verify a copy on a shared filesystem, hashing every file
+  sglang_model_fetch:
+    name: draft
+    revision: v1
+    models_dir: /var/lib/sglang/models
+    verify: full
+    source:
+      type: path
+      path: /shared/models/draft-v1
+      manifest: /shared/models/draft-v1.manifest.json
+"""
+
+RETURN = r"""
+model_path: {description: "The verified revision's folder (the path source's own folder).", returned: success, type: str}
+manifest_sha256: {description: "sha256 over the manifest (name, size, sha256 of every file).", returned: success, type: str}
+files: {description: Number of files in the revision., returned: success, type: int}
+total_bytes: {description: Size of the revision., returned: success, type: int}
+would_fetch: {description: "Files still to fetch: name, size, bytes already kept.", returned: success, type: list, elements: dict}
+would_fetch_bytes: {description: Bytes still to fetch., returned: success, type: int}
+transferred_bytes: {description: Bytes downloaded by this run., returned: success, type: int}
+hashed_bytes: {description: "Bytes hashed from disk by this run (files already there; not those hashed as they arrived).", returned: success, type: int}
+seconds: {description: Seconds the fetch took., returned: success, type: float}
+rate_bytes_per_s: {description: Average download rate., returned: success, type: int}
+verified: {description: "How the revision was checked: size, full, or none (check mode before a fetch).", returned: success, type: str}
+progress_file: {description: Where the fetch wrote its progress., returned: when files were fetched, type: str}
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils import model_store
+from ansible.module_utils.model_manifest import ModelError
+
+SOURCE_OPTIONS = dict(
+    type=dict(type="str", required=True, choices=["path", "http", "hf", "peer"]),
+    path=dict(type="path"), manifest=dict(type="path"), url=dict(type="str"), manifest_url=dict(type="str"),
+    token_file=dict(type="path", no_log=False), repo=dict(type="str"), endpoint=dict(type="str"),
+    host=dict(type="str"),
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="str", required=True), revision=dict(type="str", required=True),
+            models_dir=dict(type="path", required=True),
+            source=dict(type="dict", required=True, options=SOURCE_OPTIONS),
+            verify=dict(type="str", choices=["size", "full"], default="size"),
+            space_margin_mb=dict(type="int", default=1024), timeout=dict(type="int", default=60),
+            retries=dict(type="int", default=3)),
+        supports_check_mode=True,
+    )
+    params = module.params
+    for key in ("space_margin_mb", "retries"):
+        if params[key] < 0:
+            module.fail_json(msg="%s must be 0 or more, got %d" % (key, params[key]), changed=False)
+    if params["timeout"] < 1:
+        module.fail_json(msg="timeout must be 1 or more seconds, got %d" % params["timeout"], changed=False)
+    source = {key: value for key, value in params["source"].items() if value is not None}
+    target = os.path.join(params["models_dir"] or "", params["name"] or "", params["revision"] or "")
+    try:
+        result = model_store.ensure(params["models_dir"], params["name"], params["revision"], source,
+                                    verify=params["verify"], margin=params["space_margin_mb"] * 1024 * 1024,
+                                    check_mode=module.check_mode, timeout=params["timeout"],
+                                    retries=params["retries"])
+    except ModelError as exc:
+        module.fail_json(msg="%s revision %s: %s" % (params["name"], params["revision"], exc), changed=False)
+    except OSError as exc:
+        module.fail_json(msg="%s revision %s: %s (%s); a partial copy is never used" % (
+            params["name"], params["revision"], exc.strerror or exc, exc.filename or target), changed=False)
+    if module._diff:
+        absent = result["changed"] and source["type"] != "path"
+        result["diff"] = {"before": "" if absent else "%s\n" % result["model_path"],
+                          "after": "%s (%s)\n" % (result["model_path"], result["manifest_sha256"]),
+                          "before_header": target, "after_header": target}
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

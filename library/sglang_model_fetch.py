@@ -137,6 +137,7 @@ hashed_bytes: {description: "Bytes hashed from disk by this run (files already t
 seconds: {description: Seconds the fetch took., returned: success, type: float}
 rate_bytes_per_s: {description: Average download rate., returned: success, type: int}
 verified: {description: "How the revision was checked: size, full, or none (check mode before a fetch).", returned: success, type: str}
+model: {description: "What the role publishes of this model: name, revision, path, manifest_sha256.", returned: success, type: dict}
 progress_file: {description: Where the fetch wrote its progress., returned: when files were fetched, type: str}
 """
 
@@ -183,6 +184,8 @@ def main():
     except OSError as exc:
         module.fail_json(msg="%s revision %s: %s (%s); a partial copy is never used" % (
             params["name"], params["revision"], exc.strerror or exc, exc.filename or target), changed=False)
+    result["model"] = {"name": params["name"], "revision": params["revision"], "path": result["model_path"],
+                       "manifest_sha256": result["manifest_sha256"]}
     if module._diff:
         absent = result["changed"] and source["type"] != "path"
         result["diff"] = {"before": "" if absent else "%s\n" % result["model_path"],

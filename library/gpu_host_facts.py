@@ -121,6 +121,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import host_probe
+from ansible.module_utils import param_checks
 
 
 def find_binary(module, name):
@@ -181,6 +182,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("gpu_host_facts", module.argument_spec, module.params, extra=("nvcc_paths", "disk_paths"))
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
     relative = [path for path in params["disk_paths"] if not path.startswith("/")]
     if relative:

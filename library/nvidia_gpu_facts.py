@@ -100,6 +100,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import nvidia_smi
+from ansible.module_utils import param_checks
 
 QUERIES = (
     ("xml", ["-q", "-x"]),
@@ -124,6 +125,9 @@ def find_nvidia_smi(module, name):
 def main():
     module = AnsibleModule(argument_spec=dict(nvidia_smi=dict(type="path", default="nvidia-smi")),
                            supports_check_mode=True)
+    refused = param_checks.refusal("nvidia_gpu_facts", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     binary = find_nvidia_smi(module, module.params["nvidia_smi"])
     if binary is None:
         name = module.params["nvidia_smi"]

@@ -71,6 +71,7 @@ import datetime
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import allreduce_choice as ac
 from ansible.module_utils import atomic_files
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -82,6 +83,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_allreduce_choice", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     p = module.params
     try:
         choice = ac.choose(p["rows"], p["candidates"])

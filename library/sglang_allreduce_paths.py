@@ -267,6 +267,7 @@ from ansible.module_utils import allreduce_paths as ap
 from ansible.module_utils import atomic_files
 from ansible.module_utils import fusion_patcher
 from ansible.module_utils import model_config
+from ansible.module_utils import param_checks
 
 
 def _read_record(path):
@@ -343,6 +344,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_allreduce_paths", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
     if not os.path.exists(os.path.join(params["venv"], "bin", "python")):
         module.exit_json(changed=False, venv_exists=False, msg="%s/bin/python does not exist" % params["venv"])

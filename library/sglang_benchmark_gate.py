@@ -163,6 +163,7 @@ from ansible.module_utils import atomic_files
 from ansible.module_utils import bench_gate
 from ansible.module_utils import bench_report
 from ansible.module_utils.finite_numbers import finite, json_safe, rate_problem
+from ansible.module_utils import param_checks
 
 
 def _load_baseline(path):
@@ -275,6 +276,9 @@ def _module():
 
 def main():
     module = _module()
+    refused = param_checks.refusal("sglang_benchmark_gate", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     p = module.params
     measurement = p["measurement"]
     problems = bench_gate.input_problems(p["host"], p["margin_pct"], p["gate_concurrency"], p["min_match_rate"],

@@ -103,6 +103,7 @@ import datetime
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import atomic_files
 from ansible.module_utils import gate_verdict
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -121,6 +122,9 @@ def main():
         required_if=[("state", "recorded", ("fingerprint", "passed"))],
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_benchmark_verdict", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     p = module.params
     try:
         digest = gate_verdict.settings_digest(p["settings"])

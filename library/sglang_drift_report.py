@@ -98,6 +98,7 @@ import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import drift_report
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -113,6 +114,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_drift_report", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
     if params["keep"] < 1:
         module.fail_json(msg="keep must be 1 or more, got %d" % params["keep"])

@@ -44,6 +44,7 @@ attributes_changed: {description: "Whether owner, group or mode were (would be) 
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import env_file
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -55,6 +56,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_env_file", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     p = module.params
     try:
         change = env_file.plan(p["dest"], p["content"], p["owner"], p["group"], p["mode"])

@@ -145,6 +145,7 @@ from ansible.module_utils import fused_architectures as fa
 from ansible.module_utils import fusion_proof as fp
 from ansible.module_utils import model_config
 from ansible.module_utils import pkg_versions as pv
+from ansible.module_utils import param_checks
 
 SERVED_KEYS = ("tp_size", "model_path", "speculative_algorithm", "flashinfer_allreduce_fusion_backend")
 
@@ -210,6 +211,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_fusion_proof", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
     who = "%s: " % params["service"] if params["service"] else ""
     unknown = sorted(set(params["served"]) - set(SERVED_KEYS))

@@ -47,11 +47,15 @@ config:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import model_config
+from ansible.module_utils import param_checks
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(model_path=dict(type="path", required=True)),
                            supports_check_mode=True)
+    refused = param_checks.refusal("sglang_model_config", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     model_path = module.params["model_path"]
     if not model_path.startswith("/"):
         module.fail_json(msg="sglang_model_config: model_path must be an absolute path, got %r" % model_path)

@@ -57,6 +57,7 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import path_state
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -69,6 +70,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_paths", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     try:
         changes, wanted = path_state.plan(module.params["directories"], module.params["absent"])
         if changes and not module.check_mode:

@@ -85,6 +85,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import pkg_versions as pv
 from ansible.module_utils import sglang_cli_args as cli
 from ansible.module_utils import unit_values
+from ansible.module_utils import param_checks
 
 
 def rename_flags(flags, argv, renamed, notes):
@@ -113,6 +114,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_server_args", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     p = module.params
     bad = [flag for flag, successors in p["renamed"].items()
            if not str(flag).startswith("--") or not isinstance(successors, list) or not successors

@@ -88,6 +88,7 @@ active_state:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import server_fingerprint
+from ansible.module_utils import param_checks
 
 
 def salt_for(module, keyed):
@@ -111,6 +112,9 @@ def main():
                            recorded=dict(type="path"), service=dict(type="str")),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_server_fingerprint", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     relative = [path for path in module.params["paths"] if not path.startswith("/")]
     if relative:
         module.fail_json(msg="sglang_server_fingerprint: paths must be absolute: %s" % ", ".join(relative))
@@ -120,6 +124,10 @@ def main():
         module.fail_json(msg="sglang_server_fingerprint: keyed_paths not in paths: %s" % ", ".join(stray))
     if keyed and not module.params["salt_file"]:
         module.fail_json(msg="sglang_server_fingerprint: keyed_paths need salt_file")
+    not_text = server_fingerprint.input_problems(module.params["extra"])
+    if not_text:
+        module.fail_json(msg="sglang_server_fingerprint: %s" % "; ".join(not_text),
+                         invocation={"module_args": param_checks.printable(module.params)})
     try:
         salt, created = salt_for(module, keyed)
         value = server_fingerprint.fingerprint(module.params["paths"], module.params["extra"], keyed, salt)

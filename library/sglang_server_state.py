@@ -104,6 +104,7 @@ exists:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import server_state
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -118,6 +119,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_server_state", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
     try:
         if params["state"] == "saved":

@@ -61,6 +61,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import venv_prune
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -69,6 +70,9 @@ def main():
                            active=dict(type="path")),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_venv_prune", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     root, keep = module.params["root"], module.params["keep"]
     if keep < 1:
         module.fail_json(msg="keep must be 1 or more (the active venv always stays), got %d" % keep)

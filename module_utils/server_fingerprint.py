@@ -61,9 +61,25 @@ def fingerprint(paths, extra, keyed=(), salt=None):
     if keyed and salt is None:
         raise SaltError("keyed paths need a salt")
     described = [describe(path, salt if path in keyed else None) for path in paths]
-    parts = ([pair[0] for pair in described] + [pair[1] for pair in described]
-             + [str(value) for value in extra])
-    return hashlib.sha256(",".join(parts).encode("utf-8")).hexdigest()
+    # A link target is the file system's bytes (os.readlink escapes bytes that are not UTF-8 as lone surrogates):
+    # os.fsencode gives them back exactly; UTF-8 text encodes as before.
+    parts = ([pair[0].encode("ascii") for pair in described] + [os.fsencode(pair[1]) for pair in described]
+             + [str(value).encode("utf-8") for value in extra])
+    return hashlib.sha256(b",".join(parts)).hexdigest()
+
+
+def input_problems(extra):
+    """One message per extra value that is not text (a lone surrogate, which JSON can carry and UTF-8 cannot
+    hold); fingerprint() would fail on it."""
+    found = []
+    for index, value in enumerate(extra):
+        text = str(value)
+        bad = [ch for ch in text if 0xD800 <= ord(ch) <= 0xDFFF]
+        if bad:
+            shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
+            found.append("extra[%d] holds a lone surrogate (U+%04X): it is not text and cannot be fingerprinted "
+                         "(got %s)" % (index, ord(bad[0]), shown))
+    return found
 
 
 def read_recorded(path):

@@ -42,8 +42,12 @@ def _show(value):
 
 
 def _control(name, text):
-    """Control characters (newline, carriage return, tab, NUL, DEL, C1)."""
+    """Control characters (newline, carriage return, tab, NUL, DEL, C1), and lone surrogates: a str can hold one
+    (from JSON's "\\udc80"), no UTF-8 file can (systemd refuses an EnvironmentFile line of invalid UTF-8)."""
     for ch in text:
+        if 0xD800 <= ord(ch) <= 0xDFFF:
+            return ["%s holds a lone surrogate (U+%04X): it is not text, and no file can hold it as UTF-8 (got %s)"
+                    % (name, ord(ch), _show(text))]
         if ord(ch) < 32 or 127 <= ord(ch) < 160 or ch in "\u2028\u2029":
             what = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\x00": "a NUL byte"}.get(
                 ch, "a control character (U+%04X)" % ord(ch))
@@ -99,6 +103,13 @@ def comment(name, value):
         return ["%s ends in a backslash: systemd before v254 would read the next line as part of the comment "
                 "(got %s)" % (name, _show(value))]
     return []
+
+
+def line(name, value):
+    """One line of text the writer quotes itself (a shell word through ``quote``, a JSON string): spaces, quotes and
+    ``$`` are the quoting's business; a line break or control character is not, since a line-based reader (a
+    comment, a log line, pip's requirements) would take what follows for a line of its own."""
+    return _string(name, value) or _control(name, value)
 
 
 def path(name, value, under=None):
@@ -194,7 +205,7 @@ def env_name(name, value):
 
 
 CHECKS = {
-    "word": word, "text": text, "comment": comment, "path": path, "identifier": identifier,
+    "word": word, "text": text, "comment": comment, "line": line, "path": path, "identifier": identifier,
     "unit_name": unit_name, "host": host, "integer": integer, "env_value": env_value, "env_name": env_name,
 }
 
@@ -212,7 +223,7 @@ def check_all(values):
     errors = []
     for name in sorted(values):
         spec = values[name]
-        if not isinstance(spec, dict) or spec.get("kind") not in CHECKS:
+        if not isinstance(spec, dict) or not isinstance(spec.get("kind"), str) or spec["kind"] not in CHECKS:
             errors.append("%s: no known check (kind is one of %s)" % (name, ", ".join(sorted(CHECKS))))
             continue
         bounds = [spec.get(key) for key in ("low", "high")]

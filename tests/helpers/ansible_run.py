@@ -30,6 +30,33 @@ def run_module(module, args, check=False, diff=False, env=None):
     return report["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
+_DIRECT = """
+import runpy, sys
+import ansible.module_utils
+ansible.module_utils.__path__.append(sys.argv[3])
+path = sys.argv[1]
+sys.argv = [path, sys.argv[2]]
+runpy.run_path(path, run_name="__main__")
+"""
+
+
+def run_module_direct(module, args, tmp_path):
+    """The module's result when run as Ansible runs it on a host: its own process, reading an arguments file, with
+    this checkout's module_utils; for arguments the controller itself refuses to pass (a lone surrogate: "Refusing
+    to deserialize an invalid UTF8 string value", before any module runs). Returns (result, stderr)."""
+    args_file = os.path.join(str(tmp_path), "module-args.json")
+    with open(args_file, "w", encoding="ascii") as handle:
+        json.dump({"ANSIBLE_MODULE_ARGS": args}, handle)  # ensure_ascii: a lone surrogate as its \u escape
+    proc = subprocess.run([sys.executable, "-c", _DIRECT, os.path.join(REPO, "library", module + ".py"), args_file,
+                           os.path.join(REPO, "module_utils")], cwd=str(tmp_path), capture_output=True, text=True,
+                          check=False)
+    try:
+        return json.loads(proc.stdout), proc.stderr
+    except ValueError:
+        raise AssertionError("%s printed no JSON (rc %s):\n%s\n%s" % (module, proc.returncode, proc.stdout,
+                                                                       proc.stderr))
+
+
 def run_playbook(playbook, extra_vars=None, env=None, check=False, inventory=None, limit=None, project=REPO):
     """Run a playbook in PROJECT (a checkout, or a copy of one); returns (rc, report) where report is the
     ansible.posix.json callback's output."""

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tests.helpers.ansible_run import run_module
+from tests.helpers.ansible_run import run_module, run_module_direct
 
 
 def tree(root):
@@ -231,3 +231,95 @@ def test_model_config_reads_a_wrapped_models_hidden_size(tmp_path):
     result = run_module("sglang_model_config", {"model_path": str(tmp_path / "model")})
     assert not result.get("failed") and result["hidden_size"] == 7168 and not result["changed"], result
     assert result["config"] == str(tmp_path / "model" / "config.json")
+
+
+# ------------------------------------------------------------------ every module: NUL in paths and account names
+
+NUL = "\x00"
+# Each module with its required arguments, one path or account name holding a NUL byte (os.stat, open and
+# pwd.getpwnam raise ValueError on one) and, second, one holding a lone surrogate (UnicodeEncodeError).
+NUL_CASES = [
+    ("gpu_host_facts", {"nvcc_paths": ["/usr/local/cuda/bin/nvcc" + NUL]}, "nvcc_paths[0]"),
+    ("nvidia_gpu_facts", {"nvidia_smi": "/usr/bin/nvidia-smi" + NUL}, "nvidia_smi"),
+    ("sglang_allreduce_choice", {"choice_file": "{tmp}/c" + NUL + ".json", "candidates": [], "rows": []},
+     "choice_file"),
+    ("sglang_allreduce_paths", {"venv": "{tmp}/venv" + NUL, "tp_size": 2}, "venv"),
+    ("sglang_benchmark_gate", {"host": "h1", "measurement": {}, "baseline_file": "{tmp}/b" + NUL,
+                               "results_dir": "{tmp}/results"}, "baseline_file"),
+    ("sglang_benchmark_verdict", {"verdict_file": "{tmp}/v" + NUL, "config_file": "{tmp}/c", "settings": {}},
+     "verdict_file"),
+    ("sglang_drift_report", {"src": "{tmp}/out" + NUL + ".json"}, "src"),
+    ("sglang_env_file", {"dest": "{tmp}/x.env", "content": "A=1\n", "owner": "root" + NUL}, "owner"),
+    ("sglang_env_file", {"dest": "{tmp}/x.env", "content": "A=1\n", "group": NUL}, "group"),
+    ("sglang_fusion_proof", {"unit_file": "{tmp}/u" + NUL, "log_lines": [], "served": {}}, "unit_file"),
+    ("sglang_model_config", {"model_path": "{tmp}/m" + NUL}, "model_path"),
+    ("sglang_nccl_settings", {"venv": "{tmp}/venv", "env_file": "{tmp}/nccl" + NUL + ".env"}, "env_file"),
+    ("sglang_paths", {"directories": [{"path": "{tmp}/d", "owner": "sglang" + NUL, "group": "root",
+                                       "mode": "0755"}]}, "directories[0].owner"),
+    ("sglang_paths", {"absent": ["{tmp}/gone" + NUL]}, "absent[0]"),
+    ("sglang_server_args", {"venv": "{tmp}/venv" + NUL}, "venv"),
+    ("sglang_server_fingerprint", {"paths": ["{tmp}/unit" + NUL]}, "paths[0]"),
+    ("sglang_server_state", {"dir": "{tmp}/state", "files": ["{tmp}/f" + NUL]}, "files[0]"),
+    ("sglang_venv_prune", {"root": "{tmp}/opt" + NUL}, "root"),
+]
+
+
+def _fill(value, tmp):
+    if isinstance(value, str):
+        return value.replace("{tmp}", tmp)
+    if isinstance(value, list):
+        return [_fill(item, tmp) for item in value]
+    if isinstance(value, dict):
+        return {key: _fill(item, tmp) for key, item in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("module,args,name", NUL_CASES, ids=["%s-%s" % (case[0], case[2]) for case in NUL_CASES])
+def test_every_module_names_a_nul_byte_in_a_path_or_account_name(tmp_path, module, args, name):
+    msg = refused(module, _fill(args, str(tmp_path)), tmp_path)
+    assert msg.startswith("%s refused its arguments, nothing read or written: %s holds a NUL byte" % (module, name)), msg
+
+
+# Ansible's controller refuses a lone surrogate in a task's arguments before any module runs ("Refusing to deserialize
+# an invalid UTF8 string value"); a module can still get one (an arguments file written by other means, a future
+# controller): these run the module as Ansible runs it on a host, in its own process with its arguments file. Only
+# inside a list or a mapping: AnsibleModule's own constructor fails on one in a top-level string option (it logs
+# each as UTF-8), before the module's code runs; env_file.problems refuses one in content (tests/unit).
+def refused_direct(module, args, tmp_path):
+    work = tmp_path / "module-run"
+    work.mkdir()
+    before = tree(tmp_path / "data")
+    result, stderr = run_module_direct(module, args, work)
+    assert result.get("failed"), result
+    assert "Traceback" not in stderr and "Traceback" not in result.get("msg", ""), (result, stderr)
+    assert tree(tmp_path / "data") == before
+    return result["msg"]
+
+
+@pytest.mark.parametrize("module,args,name", [
+    ("sglang_server_fingerprint", {"paths": ["{tmp}/data/unit\ud800"]}, "paths[0]"),
+    ("sglang_paths", {"directories": [{"path": "{tmp}/data/d", "owner": "r\udfffoot", "group": "root",
+                                       "mode": "0755"}]}, "directories[0].owner"),
+    ("sglang_paths", {"absent": ["{tmp}/data/\udbff"]}, "absent[0]"),
+])
+def test_a_lone_surrogate_in_a_path_or_account_name_is_named(tmp_path, module, args, name):
+    (tmp_path / "data").mkdir()
+    msg = refused_direct(module, _fill(args, str(tmp_path)), tmp_path)
+    assert "%s holds a lone surrogate" % name in msg, msg
+
+
+# -------------------------------------------------------------------------------------- sglang_unit_values
+
+@pytest.mark.parametrize("kind", [["path"], {"path": True}])
+def test_unit_values_names_a_kind_that_is_a_list_or_a_mapping(tmp_path, kind):
+    msg = refused("sglang_unit_values", {"context": "t", "values": {"v": {"value": "/x", "kind": kind}}}, tmp_path)
+    assert msg.startswith("t refused, nothing written: v: no known check (kind is one of"), msg
+
+
+# ----------------------------------------------------------------------------- lone surrogates in written text
+
+def test_fingerprint_extra_with_a_lone_surrogate_is_refused(tmp_path):
+    (tmp_path / "data").mkdir()
+    msg = refused_direct("sglang_server_fingerprint", {"paths": [str(tmp_path / "data" / "unit")],
+                                                       "extra": ["580.1\ud800"]}, tmp_path)
+    assert msg.startswith("sglang_server_fingerprint: extra[0] holds a lone surrogate (U+D800)"), msg

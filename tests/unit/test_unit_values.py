@@ -167,3 +167,27 @@ def test_comment_refuses_a_trailing_backslash_that_would_swallow_the_next_line()
 def test_check_all_refuses_a_malformed_check_by_name(spec):
     errors = uv.check_all({"v": spec})
     assert len(errors) == 1 and errors[0].startswith("v: its check's")
+
+
+@pytest.mark.parametrize("kind", ["word", "text", "comment", "line", "path", "identifier", "unit_name", "host",
+                                  "env_value", "env_name"])
+@pytest.mark.parametrize("surrogate", ["\udc80", "\ud800", "\udfff"])
+def test_a_lone_surrogate_is_refused_by_every_text_kind(kind, surrogate):
+    """JSON can carry "\\udc80" into a str; no UTF-8 file can hold it (the writer would fail with a traceback, and
+    systemd refuses an EnvironmentFile line of invalid UTF-8)."""
+    errors = uv.CHECKS[kind]("v", "/opt/x" + surrogate)
+    assert errors and errors[0].startswith("v holds a lone surrogate (U+%04X)" % ord(surrogate)), errors
+
+
+@pytest.mark.parametrize("kind", [["path"], {"path": 1}, None, 3, True])
+def test_check_all_names_a_kind_that_is_not_a_name_instead_of_failing(kind):
+    errors = uv.check_all({"v": {"value": "/x", "kind": kind}, "w": {"value": "/x", "kind": "path"}})
+    assert errors == ["v: no known check (kind is one of %s)" % ", ".join(sorted(uv.CHECKS))]
+
+
+def test_line_takes_anything_printable_on_one_line():
+    assert uv.line("drift_schedule_notify_command[1]", "sglang drift: $STATUS 'quoted' 100%") == []
+    assert "newline" in uv.line("v", "ok\nrm -rf /")[0]
+    assert "carriage return" in uv.line("v", "ok\rX")[0]
+    assert "must be a string" in uv.line("v", ["x"])[0]
+    assert "is empty" in uv.line("v", "")[0]

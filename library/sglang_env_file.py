@@ -23,6 +23,12 @@ options:
   owner: {description: User name., type: str, default: root}
   group: {description: Group name., type: str, default: root}
   mode: {description: "Octal mode as a string.", type: str, default: "0644"}
+  names:
+    description:
+      - The variables I(content) may set; a line setting any other is refused (a value holding a line break, from
+        whatever variable, would add such a line, and each line of it passes on its own). Unset, any name.
+    type: list
+    elements: str
 notes:
   - Supports check mode and diff mode (the file's content before and after).
   - The directory must exist.
@@ -33,6 +39,7 @@ EXAMPLES = r"""
   sglang_env_file:
     dest: /etc/sglang/runtime.env
     content: "{{ lookup('ansible.builtin.template', 'runtime.env.j2') }}"
+    names: [HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE, FLASHINFER_WORKSPACE_BASE, HOME, PATH]
     group: sglang
     mode: "0640"
 """
@@ -52,7 +59,7 @@ def main():
         argument_spec=dict(
             dest=dict(type="path", required=True), content=dict(type="str", required=True),
             owner=dict(type="str", default="root"), group=dict(type="str", default="root"),
-            mode=dict(type="str", default="0644"),
+            mode=dict(type="str", default="0644"), names=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
     )
@@ -61,11 +68,12 @@ def main():
         module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     p = module.params
     try:
-        change = env_file.plan(p["dest"], p["content"], p["owner"], p["group"], p["mode"])
+        change = env_file.plan(p["dest"], p["content"], p["owner"], p["group"], p["mode"], p["names"])
         if (change["content"] or change["attributes"]) and not module.check_mode:
             env_file.apply(p["dest"], p["content"], p["owner"], p["group"], change)
     except env_file.EnvFileError as exc:
-        module.fail_json(msg="sglang_env_file: %s" % exc)
+        module.fail_json(msg="sglang_env_file: %s" % exc,
+                         invocation={"module_args": param_checks.printable(module.params)})
     except OSError as exc:
         module.fail_json(msg="sglang_env_file: %s: %s" % (exc.filename or p["dest"], exc.strerror))
     result = dict(changed=change["content"] or change["attributes"], content_changed=change["content"],

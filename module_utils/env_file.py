@@ -19,13 +19,21 @@ class EnvFileError(Exception):
     """Content or a request that would not be written; the message says which line or setting."""
 
 
-def problems(content):
-    """One message per line that systemd would read differently from what it says."""
+def problems(content, names=None):
+    """One message per line that systemd would read differently from what it says; with NAMES (the variables the
+    writer means to set), also per line that sets another (a value holding a line break writes one, e.g.
+    ``LD_PRELOAD=``, and every line of it passes on its own)."""
     found, first = [], {}
+    if names is not None and not (isinstance(names, list) and all(isinstance(item, str) for item in names)):
+        return ["names must be a list of variable names (got %r)" % (names,)]
+    if not isinstance(content, str):
+        return ["content must be text (got %s)" % type(content).__name__]
     for number, line in enumerate(content.split("\n"), 1):
-        if line.strip() == "":
+        # systemd skips only spaces and tabs before a name or a comment sign (and ends a line at a carriage
+        # return): a line that is blank or a comment to Python's strip() but not to systemd is checked as a setting.
+        if line.strip(" \t") == "":
             continue
-        if line.lstrip().startswith(("#", ";")):
+        if line.lstrip(" \t").startswith(("#", ";")):
             found.extend("line %d: %s" % (number, error) for error in unit_values.comment("comment", line))
             continue
         name, sep, value = line.partition("=")
@@ -34,6 +42,9 @@ def problems(content):
             continue
         label = "line %d (%s)" % (number, name[:40])
         found.extend(unit_values.env_name(label, name) or unit_values.env_value(label, value))
+        if names is not None and name not in names:
+            found.append("%s sets %s, which is not among the variables this file sets (%s): a value holding a line "
+                         "break would write such a line" % (label, name[:40], ", ".join(sorted(names)) or "none"))
         if name in first:  # systemd keeps the last one: the earlier line would say what does not hold
             found.append("%s sets %s again (line %d set it first); systemd would keep the last" % (
                 label, name, first[name]))
@@ -41,12 +52,14 @@ def problems(content):
     return found
 
 
-def plan(dest, content, owner, group, mode):
-    """{'content': bool, 'attributes': bool, 'before': text or None} for what differs; raises EnvFileError."""
+def plan(dest, content, owner, group, mode, names=None):
+    """{'content': bool, 'attributes': bool, 'before': text or None} for what differs; raises EnvFileError.
+
+    NAMES: the variables the content may set (None: any)."""
     where = unit_values.path("dest", dest)  # also refuses a NUL byte or newline, which open() would not take
     if where:
         raise EnvFileError("; ".join(where))
-    errors = problems(content)
+    errors = problems(content, names)
     if errors:
         raise EnvFileError("%s refused, nothing written: %s" % (dest, "; ".join(errors)))
     try:

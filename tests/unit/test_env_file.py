@@ -88,3 +88,35 @@ def test_the_module_names_the_refused_line(tmp_path):
     result = run_module("sglang_env_file", {"dest": str(tmp_path / "a.env"), "content": "A=1\nB=x y\n"})
     assert result.get("failed") and "line 2 (B)" in result["msg"] and "whitespace" in result["msg"]
     assert "Traceback" not in result["msg"] and not (tmp_path / "a.env").exists()
+
+
+# Issue 35: a layout path holding a line break adds a line every check passes on its own.
+INJECTED = "HOME=/var/lib/sglang\nLD_PRELOAD=/tmp/x.so\nPATH=/usr/bin\n"
+
+
+def test_a_line_setting_a_variable_the_writer_does_not_set_is_refused():
+    assert ef.problems(INJECTED) == []  # each line is a valid assignment: only the names tell
+    found = ef.problems(INJECTED, names=["HOME", "PATH"])
+    assert found == ["line 2 (LD_PRELOAD) sets LD_PRELOAD, which is not among the variables this file sets (HOME, "
+                     "PATH): a value holding a line break would write such a line"]
+
+
+def test_names_must_be_a_list_of_names():
+    assert "names must be a list" in ef.problems("A=1\n", names="A")[0]
+    assert "names must be a list" in ef.problems("A=1\n", names=["A", 1])[0]
+
+
+@pytest.mark.parametrize("line,needle", [
+    ("\u00a0# looks like a comment to Python", "neither a comment nor NAME=VALUE"),
+    ("\u3000", "neither a comment nor NAME=VALUE"),
+    ("\u2003A=1", "not an environment variable name"),
+])
+def test_a_line_python_strips_but_systemd_does_not_is_checked_as_a_setting(line, needle):
+    found = ef.problems(line + "\n")
+    assert len(found) == 1 and found[0].startswith("line 1") and needle in found[0], found
+
+
+def test_a_lone_surrogate_in_content_is_refused_by_line():
+    found = ef.problems("A=1\nB=x\udc80\n# c\ud800\n")
+    assert [f.split(":")[0] for f in found] == ["line 2 (B) holds a lone surrogate (U+DC80)",
+                                               "line 3"], found

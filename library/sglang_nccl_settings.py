@@ -120,6 +120,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import atomic_files
 from ansible.module_utils import nccl_tuner
+from ansible.module_utils import param_checks
 
 
 def main():
@@ -137,6 +138,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_nccl_settings", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     p = module.params
     if not os.path.exists(os.path.join(p["venv"], "bin", "python")):
         module.exit_json(changed=False, venv_exists=False, msg="%s/bin/python does not exist" % p["venv"])
@@ -150,11 +154,18 @@ def main():
             module.exit_json(changed=bool(paths), removed=paths, venv_exists=True,
                              env_file_changed=p["env_file"] in paths,
                              **({"diff": diff} if module._diff else {}))
+        try:  # the venv's Python's standard library; one that does not start: this interpreter's list
+            rc, out, _err = module.run_command([os.path.join(p["venv"], "bin", "python"), "-I", "-S", "-c",
+                                                nccl_tuner.STDLIB_QUERY], expand_user_and_vars=False,
+                                               handle_exceptions=False)
+        except OSError:
+            rc, out = 1, ""
         result, changes = nccl_tuner.plan(p["venv"], p["profile"], p["gpu_facts"], p["settings"],
                                           p["release_policy"], p["env_file"], p["hook_name"],
-                                          p["server_environment"])
+                                          p["server_environment"], nccl_tuner.stdlib_names_from(rc, out))
     except nccl_tuner.Refused as exc:
-        module.fail_json(msg=exc.msg, **exc.result)
+        module.fail_json(msg=exc.msg, invocation={"module_args": param_checks.printable(module.params)},
+                         **param_checks.printable(exc.result))
     except (OSError, UnicodeDecodeError) as exc:
         module.fail_json(msg="NCCL settings not delivered, nothing written: %s" % exc)
     for warning in result.pop("warnings"):

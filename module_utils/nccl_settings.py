@@ -59,16 +59,16 @@ def _int(value):
     # Only the forms NCCL's strtoll(value, NULL, 0) and Python read alike: decimal without a leading zero (C reads
     # 010 as octal) and 0x hex; no 1_000, no spaces, at most 12 digits.
     text = str(value)
-    if re.match(r"^(0|[1-9][0-9]{0,11})$", text):
+    if re.fullmatch(r"0|[1-9][0-9]{0,11}", text):
         return int(text)
-    if re.match(r"^0[xX][0-9a-fA-F]{1,10}$", text):
+    if re.fullmatch(r"0[xX][0-9a-fA-F]{1,10}", text):
         return int(text, 16)
     return None
 
 
 def _check_choice(choices, label):
     def check(name, value, ctx):
-        if str(value).strip() not in choices:
+        if str(value) not in choices:
             return ["%s=%s: %s is one of %s" % (name, value, label, ", ".join(choices))], []
         return [], []
     return check
@@ -95,7 +95,7 @@ def _ctas_max(ctx):
 
 
 def _check_p2p_level(name, value, ctx):
-    text = str(value).strip().upper()
+    text = str(value).upper()
     if text in P2P_LEVELS or (_int(text) is not None and 0 <= _int(text) <= 5):
         warnings = []
         if text in ("SYS", "5"):
@@ -118,8 +118,8 @@ def _check_nthreads(name, value, ctx):
 
 
 def _check_ifname(name, value, ctx):
-    text = str(value).strip()
-    if not re.match(r"^[\^=]?=?[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*$", text):
+    text = str(value)
+    if not re.fullmatch(r"[\^=]?=?[A-Za-z0-9_.:-]+(,[A-Za-z0-9_.:-]+)*", text):
         return ["%s=%s: a comma-separated list of interface names or prefixes (optionally ^ to exclude, "
                 "= for exact names), e.g. eth0 or ^docker,lo" % (name, value)], []
     return [], []
@@ -135,9 +135,8 @@ def _check_path(name, value, ctx):
 
 def _split_list(text, allowed, what, name):
     """'^A,B' or 'A,B' -> (exclude, [items]) or raises ValueError with a message."""
-    text = text.strip()
     exclude = text.startswith("^")
-    items = [item.strip().lower() for item in text.lstrip("^").split(",") if item.strip()]
+    items = [item.lower() for item in text[1:].split(",")] if exclude else [item.lower() for item in text.split(",")]
     bad = [item for item in items if item not in allowed]
     if not items or bad:
         raise ValueError("%s: unknown %s %s; NCCL knows %s" % (
@@ -147,7 +146,7 @@ def _split_list(text, allowed, what, name):
 
 def _parse_selection(name, value, allowed, what, ctx):
     """Global ('Ring,Tree', '^Tree') or per-collective ('allreduce:tree;allgather:ring') form."""
-    text = str(value).strip()
+    text = str(value)
     if ":" not in text:
         return {"*": _split_list(text, allowed, what, name)}, []
     errors = []
@@ -158,9 +157,9 @@ def _parse_selection(name, value, allowed, what, ctx):
         errors.append("%s=%s: the per-collective form needs NCCL 2.24+, and the installed NCCL version is unknown"
                       % (name, value))
     selection = {}
-    for part in [p for p in text.split(";") if p.strip()]:
+    for part in text.split(";"):
         collective, _colon, rest = part.partition(":")
-        collective = collective.strip().lower()
+        collective = collective.lower()
         if collective not in COLLECTIVES:
             raise ValueError("%s: unknown collective %r; NCCL knows %s" % (name, collective, ", ".join(COLLECTIVES)))
         selection[collective] = _split_list(rest, allowed, what, name)
@@ -234,6 +233,21 @@ VARIABLES = {
 }
 
 
+def _as_written(name, text):
+    """Why TEXT would not reach NCCL as it is checked here, or None. Each check reads the value exactly as the hook
+    and the EnvironmentFile write it: no stripping (systemd drops the spaces and tabs around an EnvironmentFile
+    value, the hook keeps them) and no Unicode case mapping (NCCL compares ASCII; "\u017fys".upper() is "SYS" in
+    Python, but NCCL reads the bytes it was given)."""
+    if text != text.strip():
+        return ("%s=%r: a value with leading or trailing whitespace, which systemd drops from an EnvironmentFile "
+                "line and the start-up hook keeps; write it without" % (name, text))
+    if not text.isascii():
+        odd = next(ch for ch in text if not ch.isascii())
+        return ("%s=%r: holds U+%04X; NCCL reads its settings as ASCII, and a check after Unicode case mapping "
+                "would accept a value NCCL does not (use plain ASCII letters)" % (name, text, ord(odd)))
+    return None
+
+
 def suggest(name):
     close = difflib.get_close_matches(name.upper(), list(VARIABLES), n=1, cutoff=0.75)
     return close[0] if close else None
@@ -252,6 +266,10 @@ def validate(settings, ctx):
             continue
         if value is None or str(value).strip() == "":
             errors.append("%s is empty: remove it to use NCCL's default" % name)
+            continue
+        written = _as_written(name, str(value))
+        if written:
+            errors.append(written)
             continue
         found_errors, found_warnings = check(name, value, ctx)
         errors += found_errors

@@ -2,7 +2,9 @@
 """Validate NCCL settings for one venv and deliver them, or refuse and write nothing."""
 from __future__ import annotations
 
+import json
 import os
+import sys
 
 from ansible.module_utils import atomic_files as af
 from ansible.module_utils import nccl_delivery as nd
@@ -61,6 +63,114 @@ def foreign_hooks(site, hook_name):
     if found:
         errors = ["%s exists and was not written by this role: hook_name %s names another package's file; choose "
                   "another name" % (path, hook_name) for path in found]
+        raise Refused("NCCL settings refused, nothing written: " + "; ".join(errors), {"errors": errors})
+
+
+# What a module file or package in a search path directory is named after (name.py, name/, name.cpython-311-....so).
+_MODULE_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
+
+
+def top_level_names(directory):
+    """{module name: where} importable from one sys.path directory: modules, packages and extension modules found
+    there, and the names installed distributions declare (top_level.txt). Unreadable: empty."""
+    found = {}
+    try:
+        entries = sorted(os.listdir(directory))
+    except OSError:
+        return found
+    for entry in entries:
+        path = os.path.join(directory, entry)
+        if entry.endswith((".dist-info", ".egg-info")):
+            top_level = os.path.join(path, "top_level.txt")
+            if os.path.isfile(top_level):
+                try:
+                    names = af.read_bytes(top_level).decode("utf-8", "replace").split()
+                except OSError:
+                    names = []
+                for name in names:
+                    found.setdefault(name.split("/")[0], "%s (top_level.txt)" % path)
+            continue
+        if os.path.isdir(path):
+            if entry.isidentifier() and entry != "__pycache__":
+                found.setdefault(entry, path)
+            continue
+        for suffix in _MODULE_SUFFIXES:
+            if entry.endswith(suffix):
+                found.setdefault(entry.split(".", 1)[0], path)
+                break
+    return found
+
+
+def search_dirs(site):
+    """The venv's site-packages and the directories its .pth files add (sglang_install's base interpreter's, an
+    editable install's): every place an installed module the hook could shadow, or be shadowed by, lives."""
+    dirs = [site]
+    try:
+        pth_files = sorted(entry for entry in os.listdir(site) if entry.endswith(".pth"))
+    except OSError:
+        return dirs
+    for entry in pth_files:
+        try:
+            lines = af.read_bytes(os.path.join(site, entry)).decode("utf-8", "replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            line = line.strip()
+            if line.startswith("/") and os.path.isdir(line) and line not in dirs:
+                dirs.append(line)
+    return dirs
+
+
+def shadow_problems(hook_name, stdlib_names, installed, own=()):
+    """Why HOOK_NAME cannot be the hook's module name, or []. STDLIB_NAMES: the venv's Python's standard library
+    (sys.stdlib_module_names); INSTALLED: {name: where} of the venv's importable modules; OWN: the paths that are
+    the hook's own files (a re-run finds them)."""
+    if hook_name in ("sitecustomize", "usercustomize"):
+        return ["hook_name %s is the name site imports for its own customization: the first one on sys.path wins "
+                "(Ubuntu ships a sitecustomize in the standard library's directory), so the hook may never run; "
+                "choose another name (sglang_layout_nccl_hook)" % hook_name]
+    if hook_name in stdlib_names:
+        return ["hook_name %s is a module of the venv's Python's standard library: the standard library comes first "
+                "on sys.path, so the hook's import would load that module and the hook would never run; choose "
+                "another name (sglang_layout_nccl_hook)" % hook_name]
+    where = installed.get(hook_name)
+    if where and where not in own:
+        return ["hook_name %s is already an installed module of the venv (%s): the hook would shadow it, or never "
+                "run; choose another name (sglang_layout_nccl_hook)" % (hook_name, where)]
+    return []
+
+
+# Run by the venv's own Python, isolated and without site (no .pth of the venv runs, the hook included): the
+# standard library the hook's import competes with is that interpreter's, not the module's.
+STDLIB_QUERY = "import json, sys; print(json.dumps(sorted(getattr(sys, 'stdlib_module_names', ()))))"
+
+
+def stdlib_names_from(rc, out):
+    """The names STDLIB_QUERY printed, or None (it failed, or the Python is older than 3.10 and has no list)."""
+    if rc != 0:
+        return None
+    try:
+        names = json.loads(out)
+    except ValueError:
+        return None
+    if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):
+        return None
+    return names
+
+
+def check_hook_name(site, hook_name, stdlib_names=None):
+    """Refuse a hook module name that the venv's Python already imports as something else."""
+    if stdlib_names is None:
+        stdlib_names = getattr(sys, "stdlib_module_names", sys.builtin_module_names)
+    installed = {}
+    for directory in search_dirs(site):
+        for name, where in top_level_names(directory).items():
+            installed.setdefault(name, where)
+    hook_py = os.path.join(site, hook_name + ".py")
+    # The hook's own module (a re-run); a foreign one of that name is refused by foreign_hooks, and here.
+    own = [hook_py] if os.path.isfile(hook_py) and nd.HEADER.encode("utf-8") in af.read_bytes(hook_py) else []
+    errors = shadow_problems(hook_name, set(stdlib_names), installed, own)
+    if errors:
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(errors), {"errors": errors})
 
 
@@ -150,11 +260,12 @@ def conflicts(inherited, effective):
 
 
 def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="warn",
-         env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env", server_environment=None):
+         env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env", server_environment=None, stdlib_names=None):
     """Validate; returns (result, [(path, old or None, new)]) or raises Refused.
 
     ``server_environment``: the server's other environment; its NCCL_* variables reach the same processes, so
-    they are validated with this role's settings (not written here)."""
+    they are validated with this role's settings (not written here). ``stdlib_names``: the venv's Python's
+    sys.stdlib_module_names (None: this interpreter's)."""
     check_locations(env_file, hook_name)
     gpu_facts = {} if gpu_facts is None else gpu_facts
     if not isinstance(server_environment or {}, dict):
@@ -165,6 +276,7 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(shape), {"errors": shape})
     site = site_packages(venv)
     foreign_hooks(site, hook_name)
+    check_hook_name(site, hook_name, stdlib_names)
     nccl, overrides, sglang = inspect_venv(site)
     chosen = choose_profile(profile, gpu_facts)
     effective, notes = ns.profile_settings(chosen, gpu_facts)

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from tests.helpers import wheels
-from tests.helpers.ansible_run import run_module
+from tests.helpers.ansible_run import run_module, run_module_direct
 
 pytestmark = pytest.mark.wheels
 
@@ -69,6 +69,45 @@ def test_hostile_settings_are_refused_before_anything_is_written(venv, tmp_path,
 def test_hook_name_must_be_an_identifier(venv, tmp_path, hook_name):
     msg = refused(venv, tmp_path, hook_name=hook_name)
     assert "hook_name" in msg and ("identifier" in msg or "empty" in msg or "newline" in msg), msg
+
+
+@pytest.mark.parametrize("hook_name,words", [
+    ("typing", ["hook_name typing is a module of the venv's Python's standard library", "never run"]),
+    ("sitecustomize", ["hook_name sitecustomize is the name site imports for its own customization"]),
+    ("sglang", ["hook_name sglang is already an installed module of the venv", "site-packages/sglang"]),
+])
+def test_hook_name_that_the_venv_already_imports_is_refused(venv, tmp_path, hook_name, words):
+    """Issue 35: the module reported success and the hook never ran (or replaced a package)."""
+    msg = refused(venv, tmp_path, hook_name=hook_name)
+    for word in words:
+        assert word in msg, msg
+
+
+@pytest.mark.parametrize("settings,words", [
+    ({"NCCL_P2P_LEVEL": "\u017fys"}, ["NCCL_P2P_LEVEL", "U+017F", "ASCII"]),
+    ({"NCCL_ALGO": "allreduce:\u212aing"}, ["NCCL_ALGO", "ASCII"]),
+    ({"NCCL_P2P_DISABLE": "1 "}, ["NCCL_P2P_DISABLE", "whitespace"]),
+])
+def test_values_the_hook_and_the_env_file_would_read_differently_are_refused(venv, tmp_path, settings, words):
+    """Issue 35: checked after case mapping or stripping, written as given."""
+    msg = refused(venv, tmp_path, settings=settings)
+    for word in words:
+        assert word in msg, msg
+
+
+def test_a_lone_surrogate_systemd_cannot_read_is_refused(venv, tmp_path):
+    """Issue 35: the hook would set it, systemd refuses the line (invalid UTF-8). The controller refuses to pass one
+    at all, so the module runs as Ansible runs it on the host (its own process, its arguments file)."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    site = wheels.site_packages(venv)
+    before = tree(str(etc), site)
+    result, stderr = run_module_direct("sglang_nccl_settings", {
+        "venv": venv, "env_file": str(etc / "nccl.env"), "gpu_facts": FACTS,
+        "settings": {"NCCL_DEBUG_SUBSYS": "INIT\udc80"}}, tmp_path)
+    assert result.get("failed") and "Traceback" not in stderr, (result, stderr)
+    assert "NCCL_DEBUG_SUBSYS holds a lone surrogate (U+DC80)" in result["msg"], result["msg"]
+    assert tree(str(etc), site) == before
 
 
 @pytest.mark.parametrize("env_file,words", [

@@ -145,3 +145,35 @@ def test_normalize_keeps_reasons():
     assert ns.normalize({"NCCL_DEBUG": "WARN", "NCCL_ALGO": {"value": "allreduce:tree", "reason": "measured"}}) == {
         "NCCL_DEBUG": {"value": "WARN", "reason": "set by the operator"},
         "NCCL_ALGO": {"value": "allreduce:tree", "reason": "measured"}}
+
+
+# Issue 35: the hook and the EnvironmentFile write the value as given, so it is checked as given.
+@pytest.mark.parametrize("name,value", [
+    ("NCCL_P2P_LEVEL", "\u017fys"),          # 'ſys'.upper() == 'SYS'
+    ("NCCL_P2P_LEVEL", "p\u0131x"),          # dotless i: 'pıx'.upper() == 'PIX'
+    ("NCCL_NET_GDR_LEVEL", "PH\u0392"),      # Greek capital beta, looks like B
+    ("NCCL_ALGO", "allreduce:\u212aing"),    # Kelvin sign, lower() is 'k'
+    ("NCCL_PROTO", "\u017fimple"),
+    ("NCCL_DEBUG_SUBSYS", "INIT,\u00c9NV"),  # free text: still ASCII only
+])
+def test_a_value_that_matches_only_after_unicode_case_mapping_is_refused(name, value):
+    found = errors({name: value})
+    assert len(found) == 1 and "NCCL reads its settings as ASCII" in found[0] and name in found[0], found
+
+
+@pytest.mark.parametrize("name,value", [("NCCL_P2P_LEVEL", " PHB"), ("NCCL_P2P_DISABLE", "1 "),
+                                        ("NCCL_ALGO", "allreduce:tree\t"), ("NCCL_SOCKET_IFNAME", " eth0")])
+def test_whitespace_systemd_drops_around_a_value_is_refused(name, value):
+    found = errors({name: value})
+    assert len(found) == 1 and "systemd drops from an EnvironmentFile line" in found[0], found
+
+
+@pytest.mark.parametrize("name,value", [("NCCL_BUFFSIZE", "4194304\n"), ("NCCL_MIN_CTAS", "4\n"),
+                                        ("NCCL_SOCKET_IFNAME", "eth0\n")])
+def test_a_pattern_end_lets_no_trailing_newline_through(name, value):
+    assert errors({name: value})
+
+
+@pytest.mark.parametrize("value", ["ring, tree", "allreduce: tree", "ring,", "allreduce:tree;"])
+def test_lists_are_read_as_written_not_trimmed(value):
+    assert errors({"NCCL_ALGO": value})

@@ -1,5 +1,7 @@
 """The filter every journal excerpt the sglang_server role prints goes through: the API key never comes out."""
 import json
+
+import pytest
 import os
 import subprocess
 import sys
@@ -77,3 +79,53 @@ def test_an_unreadable_log_file_says_so_and_a_source_is_required(tmp_path):
     assert proc.returncode == 1 and "cannot read the server's log file %s" % (tmp_path / "missing.log") in proc.stderr
     assert run_script().returncode == 2  # neither --unit nor --file
     assert run_script("--unit", "x", "--file", "y").returncode == 2
+
+
+# Issue 35: a repr inside JSON (a JSON log line carrying SGLang's server_args), JSON inside a repr, and deeper.
+NESTED_KEYS = ["abc'def\"ghi\\jk", "k'ey", 'k"ey', "k\\ey", "k\\'ey\\", "z'}, 'port': 1", "\u00e9t\u00e9'x"]
+
+
+def nestings(key):
+    """(label, line) for the key in SGLang's repr, in JSON, and each inside the other, up to three levels."""
+    server_args = "server_args={'api_key': %r, 'port': 30000}" % key
+    as_json = json.dumps({"api_key": key, "port": 30000})
+    return [
+        ("repr", server_args),
+        ("json", as_json),
+        ("repr in json", json.dumps({"msg": server_args, "level": "INFO"})),
+        ("repr in json, raw", json.dumps({"msg": server_args}, ensure_ascii=False)),
+        ("json in repr", "record=%r" % {"body": as_json, "port": 30000}),
+        ("json in json", json.dumps({"body": as_json})),
+        ("repr in repr", "%r" % {"line": server_args}),
+        ("repr in json in repr", "%r" % {"log": json.dumps({"msg": server_args})}),
+        ("json in repr in json", json.dumps({"log": repr({"body": as_json})})),
+    ]
+
+
+@pytest.mark.parametrize("key", NESTED_KEYS)
+def test_every_nested_escaping_of_the_key_is_taken_out_with_the_key_file(key):
+    core = key.strip("'\"\\")[:3]
+    for label, line in nestings(key):
+        out = journal_excerpt.redact(line, [key])
+        assert "<redacted>" in out and "30000" in out, (label, out)
+        for spelling in journal_excerpt._spellings(key):
+            assert spelling not in out, (label, spelling, out)
+        assert core not in out.replace("<redacted>", ""), (label, out)
+
+
+@pytest.mark.parametrize("key", [k for k in NESTED_KEYS if "}" not in k])
+def test_the_field_shape_alone_takes_out_every_nested_escaping(key):
+    """Without the key file (the shape of the field only): the value runs to the field's end, whatever its level."""
+    core = key.strip("'\"\\")[:3]
+    for label, line in nestings(key):
+        out = journal_excerpt.redact(line, [])
+        assert "<redacted>" in out and core not in out.replace("<redacted>", ""), (label, out)
+        assert "30000" in out, (label, out)  # the rest of the line stays
+
+
+def test_the_spellings_include_both_nestings():
+    key = "a'b\"c\\d"
+    spellings = journal_excerpt._spellings(key)
+    assert json.dumps(repr(key))[2:-2] in spellings  # repr inside JSON
+    assert repr(json.dumps(key))[2:-2] in spellings  # JSON inside a repr
+    assert key in spellings and repr(key)[1:-1] in spellings and json.dumps(key)[1:-1] in spellings

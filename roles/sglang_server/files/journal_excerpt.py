@@ -4,7 +4,7 @@
 SGLang logs its whole server_args at start-up, the API key included, and the role prints journal lines (the
 fusion proof, a failed start). Everything the role shows from the journal, or from the log file of a host without
 one (--file), goes through here: the key itself, read from its file, and any api_key / admin_api_key / --api-key
-value are replaced by <redacted>.
+value are replaced by <redacted>, in every escaping a repr or JSON gives them and in each nested in the other.
 """
 import argparse
 import json
@@ -13,34 +13,86 @@ import subprocess
 import sys
 
 REDACTED = "<redacted>"
-# server_args as a Python dict repr or JSON, and command lines.
-# A quoted value may hold its own quote escaped (repr and JSON escape it): a backslash and the next character
-# are taken whole.
-_QUOTED = r"'(?:[^'\\]|\\.)*'" + "|" + r'"(?:[^"\\]|\\.)*"'
+# A key field, as a Python repr (server_args={'api_key': ...}, ServerArgs(api_key=...)) or JSON writes it, also
+# nested: a repr inside a JSON string escapes its quotes' backslashes again (\\'), a JSON text inside a JSON string
+# escapes its quotes (\"api_key\": \"...\"). The value opens with a quote after as many backslashes as its level
+# needs, and ends at the same quote where the field does: followed by ',', '}', ')', ']' or the end of the line.
+# Backslashes inside the value are not counted (their number depends on the level, which the text does not say):
+# the value runs to that boundary, so a key holding quotes is never cut short.
+_FIELD = re.compile(r"""(?:\\*['"])?(?:admin_)?api_key(?:\\*['"])?\s*[:=]\s*(?P<open>\\*['"])""")
+_BOUNDARY = re.compile(r"""\s*(?:[,})\]]|$)""", re.MULTILINE)
 PATTERNS = [
-    re.compile(r"""((?:'|")(?:admin_)?api_key(?:'|")\s*[:=]\s*)(""" + _QUOTED + ")"),
-    re.compile(r"""((?:admin_)?api_key=)(""" + _QUOTED + r"""|[^,\s)]+)"""),
+    re.compile(r"""((?:admin_)?api_key=)([^'"\\,\s)][^,\s)]*)"""),  # unquoted: api_key=VALUE
     re.compile(r"""(--(?:admin-)?api-key[=\s]+)(\S+)"""),
 ]
+# How a repr or JSON writes a string inside quotes; applied up to three times over (a repr inside JSON inside a
+# repr, and every other order), so each escaped spelling of the key is replaced whole.
+_ESCAPES = (
+    lambda text: _py_escape(text, "'"),
+    lambda text: _py_escape(text, '"'),
+    lambda text: json.dumps(text)[1:-1],
+    lambda text: json.dumps(text, ensure_ascii=False)[1:-1],
+)
+_LEVELS = 3
 
 
-def _keep_quotes(match):
-    value = match.group(2)
-    quote = value[0] if value[:1] in ("'", '"') else ""
-    return match.group(1) + quote + REDACTED + quote
+def _py_escape(text, quote):
+    """TEXT as repr() writes it between QUOTE characters (repr picks the quote; a log may hold either)."""
+    out = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif char == quote:
+            out.append("\\" + quote)
+        elif char in "'\"":
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)
 
 
 def _spellings(key):
-    """The key as written, and as a Python repr and JSON write it inside quotes (a quote or backslash escaped)."""
-    return sorted({key, repr(key)[1:-1], json.dumps(key)[1:-1]}, key=len, reverse=True)
+    """The key as written and as every combination of up to three repr/JSON escapings writes it, longest first."""
+    found, level = {key}, {key}
+    for _ in range(_LEVELS):
+        level = {escape(text) for text in level for escape in _ESCAPES} - found
+        found |= level
+    return sorted(found, key=len, reverse=True)
+
+
+def _redact_fields(text):
+    """Every quoted value of a key field replaced by REDACTED, its quotes kept."""
+    out, pos = [], 0
+    while True:
+        match = _FIELD.search(text, pos)
+        if not match:
+            break
+        opener, start = match.group("open"), match.end()
+        close = start
+        while True:
+            close = text.find(opener, close)
+            if close < 0 or _BOUNDARY.match(text, close + len(opener)):
+                break
+            close += 1
+        if close < 0:  # no end on this line: the rest of it goes
+            close = text.find("\n", start)
+            close = len(text) if close < 0 else close
+            out.append(text[pos:start] + REDACTED)
+            pos = close
+            continue
+        out.append(text[pos:start] + REDACTED + opener)
+        pos = close + len(opener)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact(text, keys):
     for key in keys:
         for spelling in _spellings(key) if key else ():
             text = text.replace(spelling, REDACTED)
+    text = _redact_fields(text)
     for pattern in PATTERNS:
-        text = pattern.sub(_keep_quotes, text)
+        text = pattern.sub(lambda match: match.group(1) + REDACTED, text)
     return text
 
 

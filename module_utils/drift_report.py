@@ -97,6 +97,7 @@ import argparse
 import datetime
 import difflib
 import json
+import math
 import os
 import re
 import sys
@@ -146,10 +147,19 @@ _SITE_STATUSES = ("would_patch", "patch", "would_restore", "restore", "patched")
 # Reading the run
 
 
+# Deeper than any result the callback writes (a diff of nested mappings is about ten levels), and far below
+# Python's recursion limit, which the report's own walks (JSON comparison, rendering) must stay under.
+MAX_DEPTH = 100
+_STAT_KEYS = ("ok", "changed", "failures", "unreachable", "skipped", "rescued", "ignored")
+
+
 def load_run(text):
-    """The callback's JSON from TEXT. Anything printed before it (a stray warning on stdout) is skipped."""
+    """The callback's JSON from TEXT. Anything printed before it (a stray warning on stdout) is skipped. Raises
+    ValueError, naming the first places, for anything else: not JSON, or JSON of another shape."""
     try:
         run = json.loads(text)
+    except RecursionError:
+        raise ValueError("not the output of the ansible.posix.json callback: nested too deeply to read")
     except ValueError:
         run = None
         decoder = json.JSONDecoder()
@@ -157,20 +167,94 @@ def load_run(text):
             try:
                 run, _end = decoder.raw_decode(text, match.start())
                 break
+            except RecursionError:
+                raise ValueError("not the output of the ansible.posix.json callback: nested too deeply to read")
             except ValueError:
                 continue
     if not isinstance(run, dict) or "plays" not in run:
         raise ValueError("not the output of the ansible.posix.json callback (no 'plays')")
+    problems = shape_problems(run)
+    if problems:
+        raise ValueError("not the output of the ansible.posix.json callback: %s%s" % (
+            "; ".join(problems[:5]), " (and %d more)" % (len(problems) - 5) if len(problems) > 5 else ""))
     return run
+
+
+def _depth_over(value, limit):
+    """Whether VALUE nests deeper than LIMIT (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            stack.extend((item, depth + 1) for item in node.values())
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1) for item in node)
+    return False
+
+
+def _optional(container, key, kind, where, problems, what):
+    """container[key] when it is absent, null or of KIND; else a problem is noted and None returned."""
+    value = container.get(key)
+    if value is None or isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    problems.append("%s%s must be %s (got %s)" % (where, key, what, type(value).__name__))
+    return None
+
+
+def shape_problems(run):
+    """Where RUN differs from the shape the ansible.posix.json callback writes, for every part the report reads:
+    plays, their play and tasks, each task's name, path and hosts (each host's result a mapping), play durations,
+    and stats (per host a mapping of counts, each a whole number 0 or more). A result's own content is a module's
+    and may be anything: the report reads it defensively."""
+    problems = []
+    if _depth_over(run, MAX_DEPTH):
+        return ["nested deeper than %d levels" % MAX_DEPTH]
+    plays = _optional(run, "plays", list, "", problems, "a list")
+    for index, play in enumerate(plays or []):
+        where = "plays[%d]" % index
+        if not isinstance(play, dict):
+            problems.append("%s must be a mapping (got %s)" % (where, type(play).__name__))
+            continue
+        meta = _optional(play, "play", dict, where + ".", problems, "a mapping") or {}
+        _optional(meta, "name", str, where + ".play.", problems, "text")
+        duration = _optional(meta, "duration", dict, where + ".play.", problems, "a mapping") or {}
+        for key in ("start", "end"):
+            _optional(duration, key, str, where + ".play.duration.", problems, "text")
+        for number, task in enumerate(_optional(play, "tasks", list, where + ".", problems, "a list") or []):
+            at = "%s.tasks[%d]" % (where, number)
+            if not isinstance(task, dict):
+                problems.append("%s must be a mapping (got %s)" % (at, type(task).__name__))
+                continue
+            info = _optional(task, "task", dict, at + ".", problems, "a mapping") or {}
+            for key in ("name", "path"):
+                _optional(info, key, str, at + ".task.", problems, "text")
+            hosts = _optional(task, "hosts", dict, at + ".", problems, "a mapping") or {}
+            for host in sorted(hosts):
+                if not isinstance(hosts[host], dict):
+                    problems.append("%s.hosts.%s must be a mapping (a result; got %s)"
+                                    % (at, host, type(hosts[host]).__name__))
+    stats = _optional(run, "stats", dict, "", problems, "a mapping")
+    for host in sorted(stats or {}):
+        counts = stats[host]
+        if not isinstance(counts, dict):
+            problems.append("stats.%s must be a mapping (got %s)" % (host, type(counts).__name__))
+            continue
+        for key in _STAT_KEYS:
+            count = counts.get(key)
+            if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+                problems.append("stats.%s.%s must be a whole number, 0 or more (got %r)" % (host, key, count))
+    return problems
 
 
 def iter_results(run):
     """(play name, task name, task path, host, result) in the order the callback recorded them."""
     for play in run.get("plays") or []:
-        play_name = (play.get("play") or {}).get("name", "")
+        play_name = (play.get("play") or {}).get("name") or ""
         for task in play.get("tasks") or []:
-            name = (task.get("task") or {}).get("name", "")
-            path = (task.get("task") or {}).get("path", "") or ""
+            name = (task.get("task") or {}).get("name") or ""
+            path = (task.get("task") or {}).get("path") or ""
             for host, result in sorted((task.get("hosts") or {}).items()):
                 if isinstance(result, dict):
                     yield play_name, name, path, host, result
@@ -222,6 +306,16 @@ def category_for_paths(paths):
         else:
             return None
     return found.pop() if len(found) == 1 else None
+
+
+def _mapping(value):
+    """VALUE when it is a mapping, else an empty one: a result's content is a module's, of any shape."""
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value):
+    """VALUE when it is a list, else an empty one."""
+    return value if isinstance(value, list) else []
 
 
 def _entries(diff):
@@ -282,7 +376,7 @@ def _header(entry, side, target=None):
 
 def result_target(result):
     """The one file a single-file result is about: its dest or path (from the result or its module arguments)."""
-    args = (result.get("invocation") or {}).get("module_args") or {}
+    args = _mapping(_mapping(result.get("invocation")).get("module_args"))
     for source in (result, args):
         for key in ("dest", "path"):
             value = source.get(key)
@@ -348,7 +442,7 @@ def summarize(result):
     if msg and msg not in ("All items completed", "One or more items failed") \
             and not (smoke and msg == "non-zero return code"):
         parts.append(str(msg))
-    sites = [site for site in result.get("sites") or [] if isinstance(site, dict)
+    sites = [site for site in _items(result.get("sites")) if isinstance(site, dict)
              and site.get("status") in _SITE_STATUSES]
     if sites:
         parts.append("sites: " + ", ".join(
@@ -362,7 +456,7 @@ def summarize(result):
                 parts.append(text.strip().splitlines()[-1])
                 break
     if not parts:
-        for sub in result.get("results") or []:
+        for sub in _items(result.get("results")):
             if isinstance(sub, dict) and (sub.get("failed") or sub.get("changed")) and sub.get("msg"):
                 parts.append(str(sub["msg"]))
     return _shorten("; ".join(parts)) if parts else ""
@@ -386,7 +480,7 @@ def probe_label(task_name):
 
 def finding_of(result):
     """The finding a probe's result carries (FINDING_FACTS), or None."""
-    facts = result.get("ansible_facts") or {}
+    facts = _mapping(result.get("ansible_facts"))
     for name in FINDING_FACTS:
         if name in facts:
             return facts[name]
@@ -399,7 +493,7 @@ def is_probe(result):
     """Whether RESULT is a drift probe's: a set_fact of a finding (in a loop: any item's)."""
     if isinstance(result.get("results"), list):
         return any(isinstance(sub, dict) and is_probe(sub) for sub in result["results"])
-    facts = result.get("ansible_facts") or {}
+    facts = _mapping(result.get("ansible_facts"))
     return any(name in facts or name in result for name in FINDING_FACTS)
 
 
@@ -453,7 +547,7 @@ def _change_item(host, task_name, task_path, result, max_lines):
                 or category_for_task(task_path))
     summary = summarize(result)
     if not summary:
-        args = (result.get("invocation") or {}).get("module_args") or {}
+        args = _mapping(_mapping(result.get("invocation")).get("module_args"))
         what = ", ".join(paths) or (args.get("name") if isinstance(args.get("name"), str) else "")
         summary = "would change " + what if what else "would change"
     return {"host": host, "task": task_name, "kind": "change", "category": category, "summary": summary,
@@ -464,7 +558,7 @@ def change_items(host, task_name, result, max_lines=DEFAULT_DIFF_LINES, task_pat
     """Items for a result that would change something (per changed loop item for loops)."""
     if not result.get("changed") or result.get("failed") or result.get("skipped") or result.get("unreachable"):
         return []
-    subs = [sub for sub in result.get("results") or [] if isinstance(sub, dict)]
+    subs = [sub for sub in _items(result.get("results")) if isinstance(sub, dict)]
     if subs:
         items = [_change_item(host, "%s (%s)" % (task_name, _label(sub)), task_path, sub, max_lines)
                  for sub in subs if sub.get("changed") and not sub.get("skipped") and not sub.get("failed")]
@@ -590,7 +684,7 @@ def build_report(run, now, max_diff_lines=DEFAULT_DIFF_LINES, source=None):
         "status": overall_status(hosts),
         "exit_code": exit_code(hosts),
         "run": {"start": start, "end": end,
-                "plays": [(play.get("play") or {}).get("name", "") for play in run.get("plays") or []]},
+                "plays": [(play.get("play") or {}).get("name") or "" for play in run.get("plays") or []]},
         "hosts": hosts,
         "items": [item for info in hosts.values() for item in info["items"]],
     }
@@ -670,8 +764,20 @@ def render_prom(report):
     return "\n".join(lines) + "\n"
 
 
+def _json_safe(value):
+    """VALUE with every non-finite number written as text ("nan", "inf"): a probe's expected or actual value may be
+    one (the callback writes NaN), and the report stays JSON every reader takes."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item) for item in value]
+    return value
+
+
 def render_json(report):
-    return json.dumps(report, indent=2, sort_keys=True, default=str) + "\n"
+    return json.dumps(_json_safe(report), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------------------------

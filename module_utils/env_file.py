@@ -69,32 +69,37 @@ def plan(dest, content, owner, group, mode, names=None):
     try:
         found = os.lstat(dest)
     except FileNotFoundError:
-        return {"content": True, "attributes": True, "before": None, "mode": wanted_mode}
+        return {"content": True, "attributes": True, "before": None, "mode": wanted_mode,
+                "before_bytes": None, "identity": None}
+    if stat.S_ISLNK(found.st_mode):
+        raise EnvFileError("%s is a symlink (to %s): an EnvironmentFile is written as a file of its own, never "
+                           "through a link, and its owner and mode are not set on the link's target; replace the "
+                           "link with the file itself, or point dest at the real file" % (dest, os.readlink(dest)))
     if not stat.S_ISREG(found.st_mode):
         raise EnvFileError("%s exists and is not a regular file" % dest)
-    before = atomic_files.read_bytes(dest).decode("utf-8", errors="replace")
+    data, ident = atomic_files.read_snapshot(dest)
+    before = data.decode("utf-8", errors="replace")
     uid, gid = path_state.owner_ids(owner, group)
     return {"content": before != content,
             "attributes": (uid, gid) != (found.st_uid, found.st_gid) or stat.S_IMODE(found.st_mode) != wanted_mode,
-            "before": before, "mode": wanted_mode}
+            "before": before, "mode": wanted_mode, "before_bytes": data, "identity": ident}
 
 
 def apply(dest, content, owner, group, change):
-    """Write the planned change: new content atomically with its attributes, or the attributes alone."""
+    """Write the planned change: new content atomically with its attributes, or the attributes alone.
+
+    Nothing goes through a symlink at DEST, and a file changed since plan() read it (another content, or another
+    file) is left as it is: EnvFileError names it."""
     uid, gid = path_state.owner_ids(owner, group)
     if uid is None or gid is None:
         raise EnvFileError("%s: owner %s or group %s does not exist on this host" % (dest, owner, group))
-    if change["content"]:
-        tmp = atomic_files.stage(dest, content.encode("utf-8"), mode=change["mode"])
-        try:
-            os.chown(tmp, uid, gid)
-            os.chmod(tmp, change["mode"])
-            os.replace(tmp, dest)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        atomic_files.fsync_dir(os.path.dirname(dest))
-    elif change["attributes"]:
-        os.chown(dest, uid, gid)
-        os.chmod(dest, change["mode"])
+    try:
+        if change["content"]:
+            atomic_files.write_atomic(dest, content.encode("utf-8"), root=os.path.dirname(dest),
+                                      attributes=(change["mode"], uid, gid),
+                                      expect=change.get("before_bytes", atomic_files.ANY),
+                                      ident=change.get("identity"))
+        elif change["attributes"]:
+            atomic_files.set_owner_mode(dest, change["mode"], uid, gid, ident=change.get("identity"))
+    except atomic_files.TransactionError as exc:
+        raise EnvFileError("%s; nothing was changed" % exc)

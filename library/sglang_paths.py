@@ -15,6 +15,8 @@ description:
     checks a whole layout, so a deploy that changes nothing pays one module run on the host, not one per path.
   - Everything is checked before anything changes (a path that is not absolute, a mode that is not octal, a file
     where a directory belongs, a directory where a file should be removed).
+  - Unlike M(ansible.builtin.file), a symlink where a directory belongs is refused, naming it and its target (an
+    owner or mode set through it would change the target). Owners and modes are set without following a link.
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:

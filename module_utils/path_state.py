@@ -5,6 +5,11 @@ What ansible.builtin.file does for state=directory and state=absent, for a whole
 deploy checks every directory of the host layout (sglang_layout) at the cost of one Python start-up on the host
 instead of one per path. Planning reads only (check mode stops there); applying makes each change in the order
 planned. Names are resolved on the host (pwd/grp), as the file module does.
+
+Unlike ansible.builtin.file, a symlink where a directory is managed is refused, naming it: an owner or mode set
+through it would land on its target (a link the service user plants in a directory it owns would make root hand
+it any directory). Owners and modes are set on a descriptor opened without following a link, so a directory
+swapped for one between the plan and the change is refused too, and its target never changes.
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import grp
 import os
 import pwd
 import stat
+
+from ansible.module_utils import atomic_files
 
 
 class PathError(Exception):
@@ -70,10 +77,14 @@ def plan(directories, absent):
     for entry in wanted:
         path, mode = entry["path"], entry["mode"]
         try:
-            found = os.stat(path)  # a symlink to a directory is managed through it, as ansible.builtin.file does
+            found = os.lstat(path)
         except FileNotFoundError:
             changes.append((path, "create", "%s:%s %04o" % (entry["owner"], entry["group"], mode)))
             continue
+        if stat.S_ISLNK(found.st_mode):
+            raise PathError("%s is a symlink (to %s): no owner or mode is set through a link (its target's would "
+                            "change); point the layout variable at the real directory (%s), or replace the link with "
+                            "a directory" % (path, os.readlink(path), os.path.realpath(path)))
         if not stat.S_ISDIR(found.st_mode):
             raise PathError("%s exists and is not a directory" % path)
         uid, gid = _ids(entry)
@@ -95,6 +106,13 @@ def plan(directories, absent):
 
 def apply(changes, wanted):
     """Make the planned changes; names that are still unknown fail here, naming the path."""
+    try:
+        _apply(changes, wanted)
+    except atomic_files.TransactionError as exc:  # a link in a directory's place, found while changing it
+        raise PathError(str(exc))
+
+
+def _apply(changes, wanted):
     by_path = dict((entry["path"], entry) for entry in wanted)
     for path, action, _detail in changes:
         if action == "remove":
@@ -109,14 +127,13 @@ def apply(changes, wanted):
             parent = os.path.dirname(path)
             if not os.path.isdir(parent):
                 os.makedirs(parent, 0o755)
-            os.mkdir(path, 0o700)  # opened up by chmod below, after the owner is right
-            os.chown(path, uid, gid)
-            os.chmod(path, entry["mode"])
+            os.mkdir(path, 0o700)  # opened up below, after the owner is right
+            atomic_files.set_owner_mode(path, entry["mode"], uid, gid, directory=True)
         elif action == "owner":
-            os.chown(path, uid, gid)
-            os.chmod(path, entry["mode"])  # chown clears set-id bits; the mode is set again
+            # chown clears set-id bits; the mode is set again
+            atomic_files.set_owner_mode(path, entry["mode"], uid, gid, directory=True)
         elif action == "mode":
-            os.chmod(path, entry["mode"])
+            atomic_files.set_owner_mode(path, entry["mode"], directory=True)
 
 
 def diff(changes):

@@ -97,3 +97,30 @@ def test_the_module_answers_bad_input_with_its_own_message(tmp_path):
     result = run_module("sglang_paths", {"absent": [str(tmp_path / "dir")]})
     assert result.get("failed") and result["msg"].startswith("sglang_paths: ") and "is a directory" in result["msg"]
     assert "Traceback" not in result["msg"]
+
+
+def test_a_symlink_where_a_directory_belongs_is_refused_and_its_target_keeps_its_owner_and_mode(tmp_path):
+    """A link the service user could plant in a directory it owns must not make root chown and chmod its target."""
+    target = tmp_path / "etc-like"
+    target.mkdir()
+    os.chmod(str(target), 0o700)
+    os.symlink(str(target), str(tmp_path / "workspace"))
+    with pytest.raises(ps.PathError, match=r"workspace is a symlink \(to .*etc-like\).*real directory"):
+        ps.plan([entry(tmp_path / "workspace", "0777")], [])
+    result = run_module("sglang_paths", {"directories": [entry(tmp_path / "workspace", "0777")]})
+    assert result.get("failed") and "workspace is a symlink" in result["msg"], result
+    assert stat.S_IMODE(os.stat(str(target)).st_mode) == 0o700
+
+
+def test_a_directory_swapped_for_a_link_after_the_plan_is_refused(tmp_path):
+    target, managed = tmp_path / "target", tmp_path / "managed"
+    target.mkdir()
+    os.chmod(str(target), 0o700)
+    managed.mkdir()
+    os.chmod(str(managed), 0o777)
+    changes, parsed = ps.plan([entry(managed, "0755")], [])
+    managed.rmdir()
+    os.symlink(str(target), str(managed))
+    with pytest.raises(ps.PathError, match=r"managed is a symlink \(to .*target\): its owner and mode were not set"):
+        ps.apply(changes, parsed)
+    assert stat.S_IMODE(os.stat(str(target)).st_mode) == 0o700

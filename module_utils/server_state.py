@@ -9,6 +9,11 @@ still names it.
 ``restore(folder, check)`` puts every file back (atomically, one by one, owner and mode included; files absent at
 save time are removed) and points the link back; the fusion patch state is the caller's (sglang_fusion_patch).
 Nothing is touched when the saved venv is gone. Standard library plus atomic_files only.
+
+Symlinks: a file to save that is a symlink is refused, naming it (a saved state holds files; a restore would put
+a regular file in the link's place). A restore writes each file's new content with its owner and mode already
+set and renames it in, so a link found in a file's place since is replaced, never written through, and no mode
+or owner reaches a link's target. The hold is written into the saved venv through no symlink below it.
 """
 from __future__ import annotations
 
@@ -104,11 +109,19 @@ def hold(folder, name, check=False):
     path, content = hold_path(folder, name)
     if path is None:
         return False
+    venv = os.path.dirname(os.path.dirname(path))
+    problem = atomic_files.link_problem(venv, path)
+    if problem:
+        raise StateError("cannot hold the saved venv: %s" % problem)
     if os.path.isfile(path) and atomic_files.read_bytes(path).decode("utf-8", "replace") == content:
         return False
     if not check:
-        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-        atomic_files.write_atomic(path, content.encode("utf-8"), mode=0o644)
+        if not os.path.lexists(os.path.dirname(path)):
+            os.makedirs(os.path.dirname(path), mode=0o755)
+        try:
+            atomic_files.write_atomic(path, content.encode("utf-8"), mode=0o644, root=venv)
+        except atomic_files.TransactionError as exc:
+            raise StateError("cannot hold the saved venv: %s" % exc)
     return True
 
 
@@ -119,8 +132,17 @@ def save(folder, files, link=None, hold_name=None, check=False, now=None):
     for path in files:
         if not os.path.isabs(path):
             raise StateError("saved files must be absolute paths, got %r" % (path,))
+        if os.path.islink(path):
+            raise StateError("%s is a symlink (to %s): a saved state holds files, and a restore would put a regular "
+                             "file in the link's place; save the file itself (%s); nothing was saved" % (
+                                 path, os.readlink(path), os.path.realpath(path)))
     if link and not os.path.islink(link):
         raise StateError("%s is not a symlink: nothing to save it as" % link)
+    if hold_name and link:  # before anything is saved: a state whose hold cannot be written is not saved either
+        venv = os.path.realpath(link)
+        problem = atomic_files.link_problem(venv, os.path.join(venv, KEEP_DIR, hold_name + ".json"))
+        if problem:
+            raise StateError("cannot hold the saved venv: %s; nothing was saved" % problem)
     old = load(folder)
     if same(old, files, link):
         result = {"saved": sorted(files), "link": old["link"], "changed": False}
@@ -181,7 +203,7 @@ def plan_restore(folder):
             continue
         if not os.path.isfile(os.path.join(folder, "files", meta["copy"])):
             raise StateError("the saved copy of %s is missing from %s" % (path, folder))
-        if os.path.isfile(path) and atomic_files.sha256_file(path) == meta["sha256"]:
+        if not os.path.islink(path) and os.path.isfile(path) and atomic_files.sha256_file(path) == meta["sha256"]:
             continue
         actions.append({"path": path, "action": "restore"})
     if link and os.path.realpath(link["path"]) != link["target"]:
@@ -207,12 +229,9 @@ def _apply(folder, state, action):
         meta = state["files"][path]
         os.makedirs(os.path.dirname(path), exist_ok=True)
         data = atomic_files.read_bytes(os.path.join(folder, "files", meta["copy"]))
-        atomic_files.write_atomic(path, data, mode=meta["mode"])
-        os.chmod(path, meta["mode"])
-        try:
-            os.chown(path, meta["uid"], meta["gid"])
-        except PermissionError:
-            pass  # not root: the file stays ours
+        # Owner and mode on the new file before its rename (not root: the file stays ours).
+        owner = (meta["uid"], meta["gid"]) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+        atomic_files.write_atomic(path, data, attributes=(meta["mode"],) + owner)
     else:
         tmp = path + ".rollback-tmp"
         if os.path.lexists(tmp):

@@ -129,7 +129,9 @@ def plan(found, keep):
 
 
 def disk_bytes(path):
-    """Bytes on disk under path (symlinks not followed)."""
+    """Bytes on disk under path (symlinks not followed, PATH itself included)."""
+    if os.path.islink(path):
+        return 0
     total = 0
     stack = [path]
     while stack:
@@ -149,8 +151,15 @@ def disk_bytes(path):
 
 
 def remove(path):
-    """Rename path out of the way (atomic), then delete it. A crash leaves only a .removing-* folder."""
+    """Rename path out of the way (atomic), then delete it. A crash leaves only a .removing-* folder.
+
+    A symlink (a leftover named like one, or a venv swapped for a link) is removed itself: nothing it points to is
+    entered or deleted."""
     parent, name = os.path.split(path)
+    if os.path.islink(path):
+        os.unlink(path)
+        atomic_files.fsync_dir(parent)
+        return
     if not name.startswith(REMOVING):
         moved = os.path.join(parent, "%s%s" % (REMOVING, name))
         if os.path.lexists(moved):

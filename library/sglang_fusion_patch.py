@@ -24,6 +24,12 @@ description:
     a file cannot be written.
   - Several files change together or not at all; each new file must compile first; stale bytecode is removed.
     The exact pre-patch bytes are kept under I(state_dir) so O(state=absent) restores them byte for byte.
+  - Writes nothing through a symlink below the venv (or below O(site_packages) when given). A symlinked directory
+    on the way to a guard file or to the module's record, or a symlinked guard file, is refused naming the link,
+    in check mode too. A symlinked guard file is never patched, so it never becomes a regular file.
+  - A guard file that changes between the module's read and its rename (another process editing it) is not
+    overwritten. The run fails naming the file, files already replaced get their old bytes back, nothing is
+    recorded.
   - Versions are read from the venv's package metadata; nothing is imported, so no torch or GPU is needed.
   - In every state it also reports the server flags this sglang declares for fusion on (RV(server_flag)) and for
     fusion kept off (RV(server_no_fusion_flag)).
@@ -242,6 +248,9 @@ def main():
         module.fail_json(msg=str(exc), changed=False)
     except ValueError as exc:  # e.g. an unparsable min_flashinfer_version
         module.fail_json(msg=str(exc), changed=False)
+    except OSError as exc:
+        where = getattr(exc, "filename", None) or params["venv"]
+        module.fail_json(msg="sglang_fusion_patch: %s: %s" % (where, exc.strerror or exc), changed=False)
 
     diff = result.pop("diff", [])
     for warning in result.pop("warnings", []):

@@ -9,6 +9,17 @@ What this keeps (``<venv>/.sglang-fusion-patch/``):
   originals/<sha256>          exact pre-patch bytes, named by their hash
 so ``state: absent`` restores byte-identical originals, and only where the
 file still holds exactly what this module wrote.
+
+Every file it writes stays inside the venv (or the ``site_packages`` it was
+given): a symlink anywhere below it on the way to a file it would write, the
+file itself included, is refused before anything is written, in check mode
+too, naming the link (atomic_files.link_problem; the writes themselves go
+through directories opened without following links). A symlinked guard file is
+therefore never patched, so it never becomes a regular file and ``absent`` has
+nothing to restore but exact bytes. A guard file edited after it was read is
+not overwritten: the rename re-checks its bytes and identity and the run fails
+naming it, the files already replaced get their old bytes back and nothing is
+recorded.
 """
 from __future__ import annotations
 
@@ -69,6 +80,9 @@ class Venv(object):
         self.flashinfer_version = pv.find_distribution(self.versions, "flashinfer-python")
         self.root = self.site_packages  # guard paths are relative to it (sglang/srt/...)
         self.state_dir = os.path.join(self.venv, STATE_DIR_NAME)
+        # Guard files are written through no symlink below this: the venv itself where site-packages was found in
+        # it (lib/python3.X/site-packages/... included), the given site-packages otherwise.
+        self.write_root = self.venv if site_packages is None else os.path.abspath(site_packages)
 
     def path(self, rel):
         return os.path.join(self.root, rel)
@@ -81,12 +95,28 @@ class Venv(object):
         return None
 
 
-def read_guard_files(venv):
+def read_guard_files(venv, identities=None):
+    """{rel: bytes} of the guard files there are; IDENTITIES (a dict), when given, gets each one's identity as read,
+    which the rename re-checks."""
     files = {}
     for rel in fg.G1_FILES + (fg.FUSION_FILE,):
         if os.path.isfile(venv.path(rel)):
-            files[rel] = af.read_bytes(venv.path(rel))
+            files[rel], ident = af.read_snapshot(venv.path(rel))
+            if identities is not None:
+                identities[venv.path(rel)] = ident
     return files
+
+
+def link_problems(venv, rels):
+    """Messages for each write this run would make through a symlink: the guard files RELS and the record."""
+    found = [af.link_problem(venv.write_root, venv.path(rel)) for rel in sorted(rels)]
+    found += state_link_problems(venv)
+    return [problem for problem in found if problem]
+
+
+def state_link_problems(venv):
+    found = [af.link_problem(venv.venv, os.path.join(venv.state_dir, name)) for name in ("state.json", "originals/x")]
+    return [problem for problem in found if problem]
 
 
 _DEFINES = {
@@ -163,21 +193,25 @@ def _state_shape_problem(state):
     return None
 
 
+def _venv_of(state_dir):
+    return os.path.dirname(os.path.abspath(state_dir))
+
+
 def save_state(state_dir, state):
-    if not os.path.isdir(state_dir):
+    if not os.path.lexists(state_dir):
         os.makedirs(state_dir, mode=0o755)
     data = json.dumps(state, indent=2, sort_keys=True).encode("utf-8") + b"\n"
-    af.write_atomic(os.path.join(state_dir, "state.json"), data)
+    af.write_atomic(os.path.join(state_dir, "state.json"), data, root=_venv_of(state_dir))
 
 
 def keep_original(state_dir, data):
     """Store pre-patch bytes under their own hash; returns the path."""
     directory = os.path.join(state_dir, "originals")
-    if not os.path.isdir(directory):
+    if not os.path.lexists(directory):
         os.makedirs(directory, mode=0o755)
     path = os.path.join(directory, af.sha256_bytes(data))
     if not os.path.exists(path) or af.sha256_file(path) != af.sha256_bytes(data):
-        af.write_atomic(path, data)
+        af.write_atomic(path, data, root=_venv_of(state_dir))
     return path
 
 
@@ -234,7 +268,8 @@ def apply(venv_path, min_flashinfer=MIN_FLASHINFER, workspace_preflight=True, ba
     venv = Venv(venv_path, site_packages)
     result = _base_result(venv)
     check_flashinfer(venv, min_flashinfer, result)
-    files = read_guard_files(venv)
+    identities = {}
+    files = read_guard_files(venv, identities)
     helpers = sm120_helpers(venv)
     try:
         layout, sites, changed = fg.plan(files, helpers, workspace_preflight)
@@ -254,7 +289,8 @@ def apply(venv_path, min_flashinfer=MIN_FLASHINFER, workspace_preflight=True, ba
     if not admitted:
         raise PatchRefused("internal check failed: the planned patch does not make every gate admit "
                            "SM120; nothing written", result)
-    problems = [af.writable_problem(venv.path(rel)) for rel in sorted(changed)]
+    problems = link_problems(venv, changed) if changed else []
+    problems += [af.writable_problem(venv.path(rel)) for rel in sorted(changed)]
     problems = [p for p in problems if p]
     if problems:
         raise PatchRefused("cannot patch: %s; nothing written" % "; ".join(problems), result)
@@ -283,7 +319,8 @@ def apply(venv_path, min_flashinfer=MIN_FLASHINFER, workspace_preflight=True, ba
             keep_original(venv.state_dir, files[rel])
             if backup and backup_local:
                 result["backup_files"].append(backup_local(venv.path(rel)))
-        af.replace_all([(venv.path(rel), files[rel], changed[rel]) for rel in sorted(changed)])
+        af.replace_all([(venv.path(rel), files[rel], changed[rel]) for rel in sorted(changed)],
+                       root=venv.write_root, identities=identities)
     except BaseException:
         _prune_originals(venv.state_dir, state)  # no record of a patch that did not happen
         for path in result["backup_files"]:
@@ -300,10 +337,11 @@ def apply(venv_path, min_flashinfer=MIN_FLASHINFER, workspace_preflight=True, ba
         save_state(venv.state_dir, state)
     except BaseException:
         # Without a record, 'absent' could not undo this: put the files back first.
-        af.replace_all([(venv.path(rel), changed[rel], files[rel]) for rel in sorted(changed)])
+        af.replace_all([(venv.path(rel), changed[rel], files[rel]) for rel in sorted(changed)],
+                       root=venv.write_root)
         raise
     for rel in sorted(changed):
-        af.invalidate_bytecode(venv.path(rel))
+        af.invalidate_bytecode(venv.path(rel), root=venv.write_root)
     for site in todo:
         site["status"] = "patched"
     result["msg"] = "patched %d site(s) in %d file(s)" % (len(todo), len(changed))
@@ -314,11 +352,17 @@ def revert(venv_path, check_mode=False, site_packages=None):
     """state=absent: restore exact originals of files this module changed; leave foreign edits."""
     venv = Venv(venv_path, site_packages)
     result = _base_result(venv)
+    problems = state_link_problems(venv)
+    if problems:
+        raise PatchRefused("cannot restore: %s; nothing written" % "; ".join(problems), result)
     state = load_state(venv.state_dir)
     restores, dropped, foreign, warnings = [], [], [], []
+    identities = {}
     for rel, record in sorted(state["files"].items()):
         path = venv.path(rel)
-        current = af.read_bytes(path) if os.path.isfile(path) else None
+        current = None
+        if os.path.isfile(path):
+            current, identities[path] = af.read_snapshot(path)
         current_hash = af.sha256_bytes(current) if current is not None else None
         entry = {"path": path, "sha256_before": current_hash, "sha256_after": current_hash,
                  "changed": False}
@@ -340,7 +384,8 @@ def revert(venv_path, check_mode=False, site_packages=None):
         result["files"].append(entry)
     result["foreign_files"] = [venv.path(rel) for rel in foreign]
     result["warnings"] = warnings
-    problems = [af.writable_problem(venv.path(rel)) for rel, _c, _o in restores]
+    problems = link_problems(venv, [rel for rel, _c, _o in restores]) if restores or dropped else []
+    problems += [af.writable_problem(venv.path(rel)) for rel, _c, _o in restores]
     problems = [p for p in problems if p]
     if problems:
         raise PatchRefused("cannot restore: %s; nothing written" % "; ".join(problems), result)
@@ -353,9 +398,10 @@ def revert(venv_path, check_mode=False, site_packages=None):
             "would clean the state record (the files hold their original bytes)" if dropped else \
             "nothing of this module's to restore"
         return result
-    af.replace_all([(venv.path(rel), current, original) for rel, current, original in restores])
+    af.replace_all([(venv.path(rel), current, original) for rel, current, original in restores],
+                   root=venv.write_root, identities=identities)
     for rel, _current, _original in restores:
-        af.invalidate_bytecode(venv.path(rel))
+        af.invalidate_bytecode(venv.path(rel), root=venv.write_root)
     for rel in [r for r, _c, _o in restores] + dropped:
         del state["files"][rel]
     save_state(venv.state_dir, state)
@@ -367,9 +413,6 @@ def revert(venv_path, check_mode=False, site_packages=None):
 
 def _prune_originals(state_dir, state):
     keep = set(record["sha256_before"] for record in state["files"].values())
-    directory = os.path.join(state_dir, "originals")
-    for path in glob.glob(os.path.join(directory, "*")):
-        if os.path.basename(path) not in keep:
-            os.unlink(path)
-    if not state["files"]:
+    af.prune_dir(_venv_of(state_dir), os.path.join(state_dir, "originals"), keep)
+    if not state["files"] and not os.path.islink(state_dir):
         shutil.rmtree(state_dir, ignore_errors=True)

@@ -161,22 +161,22 @@ def test_absent_after_a_reinstall_cleans_the_record_and_says_it_changed(venv):
 
 def test_failure_between_two_file_writes_leaves_every_file_as_it_was(venv, monkeypatch):
     before = hashes(venv)
-    real_replace = os.replace
+    real_replace = atomic_files._Target.replace  # the rename of one staged file onto its target
     calls = []
 
     site = wheels.site_packages(venv)
 
-    def failing_second_replace(src, dst):
-        if os.path.abspath(dst).startswith(site):
-            calls.append(dst)
-        if len(calls) == 2 and calls[-1] == dst:
+    def failing_second_replace(target, tmp):
+        if os.path.abspath(target.path).startswith(site):
+            calls.append(target.path)
+        if len(calls) == 2 and calls[-1] == target.path:
             raise OSError(28, "No space left on device (injected)")
-        return real_replace(src, dst)
+        return real_replace(target, tmp)
 
-    monkeypatch.setattr(atomic_files.os, "replace", failing_second_replace)
+    monkeypatch.setattr(atomic_files._Target, "replace", failing_second_replace)
     with pytest.raises(atomic_files.TransactionError) as raised:
         fusion_patcher.apply(venv)
-    monkeypatch.setattr(atomic_files.os, "replace", real_replace)
+    monkeypatch.setattr(atomic_files._Target, "replace", real_replace)
     assert "restored" in str(raised.value)
     assert len(calls) >= 3  # two forward writes, then the restore of the first
     assert hashes(venv) == before

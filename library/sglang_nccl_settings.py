@@ -70,6 +70,11 @@ notes:
     whitespace, a quote, a backslash, C($) or C(%) in a value is refused, so the EnvironmentFile and the hook hold
     the same string and neither gains a line). The hook, the .pth and the environment file are made 0644 and root's
     on every run.
+  - Follows no symlink it did not expect. The hook's two files are refused when a symlink lies anywhere below the
+    venv on the way to them (site-packages included), the environment file when it is a symlink itself (its
+    directory is the operator's to place); each message names the link. Modes and owners are set on descriptors
+    opened without following a link, so a link's target never changes mode or owner, and a file edited between
+    the module's read and its rename is not overwritten (the run fails naming it, nothing changed).
 """
 
 EXAMPLES = r"""
@@ -179,7 +184,7 @@ def main():
             if not os.path.isdir(directory):
                 os.makedirs(directory)
                 os.chmod(directory, nccl_tuner.DIR_MODE)  # makedirs' mode is filtered by the umask
-            atomic_files.replace_all(changes)
+            atomic_files.replace_all(changes, root=nccl_tuner.write_roots(p["venv"], result["files"]))
             nccl_tuner.enforce_modes(result["files"])
         except atomic_files.TransactionError as exc:
             module.fail_json(msg=str(exc), **result)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 
 from ansible.module_utils import atomic_files as af
@@ -219,24 +220,49 @@ def check_settings(settings):
     return errors
 
 
+def link_problems(venv, paths):
+    """Messages for delivered files reached through a symlink: the hook's files through any link below the venv
+    (site-packages included), the EnvironmentFile when it is one itself (its directory is the operator's)."""
+    found = []
+    for path in paths:
+        if path.endswith((".py", ".pth")) and not os.path.relpath(path, venv).startswith(os.pardir):
+            found.append(af.link_problem(venv, path))
+        else:
+            found.append(af.link_problem(os.path.dirname(path), path))
+    return [problem for problem in found if problem]
+
+
+def write_roots(venv, paths):
+    """{path: the directory below which replace_all follows no symlink} for the delivered files."""
+    return {path: venv if path.endswith((".py", ".pth")) and not os.path.relpath(path, venv).startswith(os.pardir)
+            else os.path.dirname(path) for path in paths}
+
+
 def mode_problems(paths, uid=None, gid=None):
-    """Delivered files whose mode or owner differs from what is enforced."""
+    """Delivered files whose mode or owner differs from what is enforced (read with lstat: a link's target is not
+    looked at, and a link is not a delivered file)."""
     uid = os.geteuid() if uid is None else uid
     gid = os.getegid() if gid is None else gid
     found = []
     for path in paths:
-        if os.path.exists(path):
-            info = os.stat(path)
-            if info.st_mode & 0o7777 != FILE_MODE or (os.geteuid() == 0 and (info.st_uid, info.st_gid) != (uid, gid)):
-                found.append(path)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o7777 != FILE_MODE or (
+                os.geteuid() == 0 and (info.st_uid, info.st_gid) != (uid, gid)):
+            found.append(path)
     return found
 
 
 def enforce_modes(paths):
+    """0644 and root's on each file, set on a descriptor opened without following a symlink: a link put in a
+    file's place is refused (af.UnsafePath, naming it), its target never changes mode or owner."""
     for path in paths:
-        os.chmod(path, FILE_MODE)
         if os.geteuid() == 0:
-            os.chown(path, 0, 0)
+            af.set_owner_mode(path, FILE_MODE, 0, 0)
+        else:
+            af.set_owner_mode(path, FILE_MODE)
 
 
 def choose_profile(profile, gpu_facts):
@@ -275,6 +301,10 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
     if shape:
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(shape), {"errors": shape})
     site = site_packages(venv)
+    links = link_problems(venv, [os.path.join(site, hook_name + ".py"), os.path.join(site, hook_name + ".pth"),
+                                 env_file])
+    if links:
+        raise Refused("NCCL settings refused, nothing written: " + "; ".join(links), {"errors": links})
     foreign_hooks(site, hook_name)
     check_hook_name(site, hook_name, stdlib_names)
     nccl, overrides, sglang = inspect_venv(site)
@@ -323,8 +353,11 @@ def removal(venv, env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env"):
     """Files to remove for state=absent (the ones that exist)."""
     check_locations(env_file, hook_name)
     site = site_packages(venv)
-    foreign_hooks(site, hook_name)
     paths = [os.path.join(site, hook_name + ".pth"), os.path.join(site, hook_name + ".py"), env_file]
+    errors = link_problems(venv, paths)
+    if errors:
+        raise Refused("NCCL settings not removed, nothing removed: " + "; ".join(errors), {"errors": errors})
+    foreign_hooks(site, hook_name)
     return [path for path in paths if os.path.exists(path)]
 
 

@@ -112,6 +112,54 @@ def line(name, value):
     return _string(name, value) or _control(name, value)
 
 
+def url(name, value):
+    """One word a line-based config or an argument list carries (an index URL in pip's config): no whitespace, no
+    control character. '%' and '$' are the reader's (pip's config does not interpolate)."""
+    errors = _string(name, value) or _control(name, value)
+    if errors:
+        return errors
+    if re.search(r"\s", value):
+        return ["%s holds whitespace: it would be read as two values (got %s)" % (name, _show(value))]
+    return []
+
+
+def requirement(name, value):
+    """One line of a pip requirements file naming a package (ansible-core==2.19.14): no line break, and not an
+    option (a line beginning with '-' is one to pip: --index-url, -r FILE, -e URL)."""
+    errors = line(name, value)
+    if errors:
+        return errors
+    if value.lstrip().startswith("-"):
+        return ["%s begins with '-': pip would read the line as an option, not a package (got %s)"
+                % (name, _show(value))]
+    return []
+
+
+# An exact pin as sglang_install's preflight admits it: name[extras]==version, an optional marker, an optional
+# continuation; or a --hash line, a comment, a blank line.
+_PIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]*\])?==[^\s;\\]+(\s*;[^\\]*)?(\s*\\)?")
+
+
+def requirements(name, value):
+    """A whole exact-pin requirements file (a lock): every line blank, a comment, a --hash line or an exact pin;
+    no other pip option (an index URL, -r, -e) and no control character but the line breaks."""
+    errors = _string(name, value)
+    if errors:
+        return errors
+    for number, text in enumerate(value.split("\n"), 1):
+        label = "%s line %d" % (name, number)
+        errors = _control(label, text.rstrip("\r")) if text else []
+        if errors:
+            return errors
+        stripped = text.strip()
+        if stripped == "" or stripped.startswith("#") or stripped.startswith("--hash="):
+            continue
+        if not _PIN.fullmatch(stripped):
+            return ["%s is not an exact pin (name==version), a --hash line or a comment (got %s)"
+                    % (label, _show(text))]
+    return []
+
+
 def path(name, value, under=None):
     """An absolute, normalized path (no '..', '.', '//', trailing '/'), safe as one argument; optionally under a
     directory."""
@@ -205,7 +253,8 @@ def env_name(name, value):
 
 
 CHECKS = {
-    "word": word, "text": text, "comment": comment, "line": line, "path": path, "identifier": identifier,
+    "word": word, "text": text, "comment": comment, "line": line, "url": url, "requirement": requirement,
+    "requirements": requirements, "path": path, "identifier": identifier,
     "unit_name": unit_name, "host": host, "integer": integer, "env_value": env_value, "env_name": env_name,
 }
 
@@ -215,10 +264,17 @@ def refusal(context, errors):
     return "%s refused, nothing written: %s" % (context, "; ".join(errors))
 
 
-def check_all(values):
-    """``values``: {variable: {"value": ..., "kind": ..., "under": ..., "low": ..., "high": ..., "items": bool}}.
+def _hidden(error):
+    """A message without the value it quotes: '(got ...)' and what follows go."""
+    return re.sub(r" \(got .*$", " (the value is not shown: it may hold a secret)", error, flags=re.S)
 
-    ``items`` checks every element of a list value, naming each one ``variable[i]``. Returns all messages.
+
+def check_all(values):
+    """``values``: {variable: {"value": ..., "kind": ..., "under": ..., "low": ..., "high": ..., "items": bool,
+    "optional": bool, "secret": bool}}.
+
+    ``items`` checks every element of a list value, naming each one ``variable[i]``; ``secret`` leaves the value
+    out of the messages (an index URL may carry a token). Returns all messages.
     """
     errors = []
     for name in sorted(values):
@@ -239,14 +295,16 @@ def check_all(values):
         if spec["kind"] == "integer":
             extra = {"low": spec.get("low"), "high": spec.get("high")}
         value = spec.get("value")
+        found = []
         if spec.get("items"):
             if not isinstance(value, list):
                 errors.append("%s must be a list (got %s)" % (name, type(value).__name__))
                 continue
             for index, item in enumerate(value):
-                errors += check("%s[%d]" % (name, index), item, **extra)
+                found += check("%s[%d]" % (name, index), item, **extra)
         elif spec.get("optional") and value in ("", None):
             continue
         else:
-            errors += check(name, value, **extra)
+            found += check(name, value, **extra)
+        errors += [_hidden(error) for error in found] if spec.get("secret") else found
     return errors

@@ -191,3 +191,39 @@ def test_line_takes_anything_printable_on_one_line():
     assert "carriage return" in uv.line("v", "ok\rX")[0]
     assert "must be a string" in uv.line("v", ["x"])[0]
     assert "is empty" in uv.line("v", "")[0]
+
+
+def test_url_allows_what_an_index_url_holds_but_no_break():
+    assert uv.url("u", "https://ci:t%40k3n@pypi.example/simple/?a=$b") == []
+    assert "whitespace" in uv.url("u", "https://a.example/ simple")[0]
+    assert "newline" in uv.url("u", "https://a.example/\ntrusted-host = evil")[0]
+
+
+@pytest.mark.parametrize("value,rule", [("ansible-core==2.19.14", None), ("ansible[azure]>=9; python_version>'3'", None),
+                                        ("--index-url=http://evil/", "begins with '-'"), (" -r /etc/x", "begins with '-'"),
+                                        ("ansible\n--index-url http://evil/", "newline")])
+def test_requirement_is_one_package_line(value, rule):
+    errors = uv.requirement("drift_schedule_python_packages[0]", value)
+    assert (errors == []) if rule is None else (rule in errors[0]), errors
+
+
+def test_requirements_admits_exactly_what_the_lock_check_admits():
+    import glob
+    import os
+    locks = glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "roles", "sglang_install", "files", "locks",
+                                   "*.txt"))
+    assert locks
+    for lock in locks:
+        with open(lock, encoding="utf-8") as handle:
+            assert uv.requirements("lock", handle.read()) == [], lock
+    assert "line 2 is not an exact pin" in uv.requirements("lock", "a==1\n--index-url http://evil/\n")[0]
+    assert "line 2 is not an exact pin" in uv.requirements("lock", "a==1\nb>=2\n")[0]
+    assert "control character" in uv.requirements("lock", "a==1\x1b\n")[0]
+    assert uv.requirements("lock", "# comment\n\na[x,y]==1.0 ; python_version < '3.12' \\\n    --hash=sha256:ab\n") == []
+
+
+def test_a_secret_value_is_left_out_of_the_message():
+    errors = uv.check_all({"sglang_install_pip_index_url": {"value": "https://u:s3cr3t@h/ x", "kind": "url",
+                                                            "secret": True}})
+    assert errors == ["sglang_install_pip_index_url holds whitespace: it would be read as two values (the value is not "
+                      "shown: it may hold a secret)"]

@@ -20,9 +20,12 @@ options:
   values:
     description:
       - "C(variable: {value: ..., kind: ...}). I(kind) is one of C(word) (one ExecStart argument), C(text) (free text
-        on one unit line), C(path) (absolute, normalized; I(under) a directory it must lie in), C(identifier)
-        (Python module name), C(unit_name), C(host), C(integer) (I(low), I(high)), C(env_value), C(env_name).
-        I(items=true) checks every element of a list; I(optional=true) accepts an empty value."
+        on one unit line), C(comment) (a comment line), C(line) (one line the writer quotes itself), C(path)
+        (absolute, normalized; I(under) a directory it must lie in), C(identifier) (Python module name),
+        C(unit_name), C(host), C(integer) (I(low), I(high)), C(env_value), C(env_name), C(url) (one word of a
+        config file), C(requirement) (one package line of a pip requirements file), C(requirements) (a whole
+        exact-pin lock). I(items=true) checks every element of a list; I(optional=true) accepts an empty value;
+        I(secret=true) leaves the value out of the messages."
     type: dict
     required: true
   context:

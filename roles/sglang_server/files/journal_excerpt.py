@@ -54,7 +54,7 @@ def _py_escape(text, quote):
 def _spellings(key):
     """The key as written and as every combination of up to three repr/JSON escapings writes it, longest first."""
     found, level = {key}, {key}
-    for _ in range(_LEVELS):
+    for _level in range(_LEVELS):
         level = {escape(text) for text in level for escape in _ESCAPES} - found
         found |= level
     return sorted(found, key=len, reverse=True)

@@ -201,6 +201,7 @@ import subprocess
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import atomic_files
 from ansible.module_utils import fusion_patcher
+from ansible.module_utils import param_checks
 
 
 def compile_with(python):
@@ -226,6 +227,9 @@ def main():
         ),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_fusion_patch", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
     try:
         if params["state"] == "absent":

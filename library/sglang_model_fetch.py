@@ -146,6 +146,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import model_store
 from ansible.module_utils.model_manifest import ModelError
+from ansible.module_utils import param_checks
 
 SOURCE_OPTIONS = dict(
     type=dict(type="str", required=True, choices=["path", "http", "hf", "peer"]),
@@ -166,6 +167,9 @@ def main():
             retries=dict(type="int", default=3)),
         supports_check_mode=True,
     )
+    refused = param_checks.refusal("sglang_model_fetch", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
     for key in ("space_margin_mb", "retries"):
         if params[key] < 0:

@@ -58,3 +58,19 @@ def test_malformed_sub_options_are_left_to_ansible():
 def test_printable_escapes_lone_surrogates_so_the_controller_takes_the_result():
     assert pc.printable({"dest": "/x\udc80", "paths": ["/a\ud800", 3], "ok": "caf\u00e9", "n": None}) == {
         "dest": "/x\\udc80", "paths": ["/a\\ud800", 3], "ok": "caf\u00e9", "n": None}
+
+
+def test_every_module_with_a_path_or_account_option_asks_first():
+    """A new module taking a path or an account name gets the same first check (a NUL byte was a traceback)."""
+    import glob
+    import os
+    import re
+    library = os.path.join(os.path.dirname(__file__), "..", "..", "library")
+    missing = []
+    for path in sorted(glob.glob(os.path.join(library, "*.py"))):
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        takes = re.search(r"type=\"path\"|elements=\"path\"|\b(owner|group|service_user)=dict\(", source)
+        if takes and "param_checks.refusal(" not in source:
+            missing.append(os.path.basename(path))
+    assert missing == []

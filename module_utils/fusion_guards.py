@@ -422,8 +422,7 @@ def _argument_nodes(sources):
             tree = ast.parse(data, filename=path)
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
-            yield node
+        yield from ast.walk(tree)
 
 
 def server_flag(sources):

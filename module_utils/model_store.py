@@ -32,7 +32,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
+
+from ansible.module_utils.urls import open_url as ansible_open_url
 
 from ansible.module_utils import model_manifest as mm
 from ansible.module_utils.model_manifest import ModelError
@@ -162,13 +163,13 @@ def read_token(token_file):
 
 
 def open_url(url, token, timeout, start=0):
-    headers = {"User-Agent": "gpufleet-sglang-model-fetch"}
+    headers = {}
     if start:
         headers["Range"] = "bytes=%d-" % start
     if token:
         headers["Authorization"] = "Bearer " + token
     try:
-        return urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+        return ansible_open_url(url, headers=headers, timeout=timeout, http_agent="gpufleet-sglang-model-fetch")
     except urllib.error.HTTPError as exc:
         raise ModelError("GET %s answered %d %s" % (redact(url), exc.code, exc.reason))
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:

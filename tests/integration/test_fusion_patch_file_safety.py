@@ -13,6 +13,7 @@ import pytest
 
 from tests.helpers import wheels
 from tests.helpers.ansible_run import run_module
+from tests.helpers.file_tree import tree
 
 pytestmark = pytest.mark.wheels
 
@@ -35,15 +36,6 @@ def venv(pristine_venv, tmp_path):
     return path
 
 
-def tree(*roots):
-    found = {}
-    for root in roots:
-        for directory, dirs, files in os.walk(str(root)):
-            for name in dirs + files:
-                path = os.path.join(directory, name)
-                found[path] = ("link", os.readlink(path)) if os.path.islink(path) else \
-                    open(path, "rb").read() if os.path.isfile(path) else None
-    return found
 
 
 def refused(args, *roots, check=False):

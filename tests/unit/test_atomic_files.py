@@ -5,6 +5,7 @@ import stat
 import pytest
 
 from ansible.module_utils import atomic_files as af
+from tests.helpers.file_tree import tree
 
 
 @pytest.fixture
@@ -116,15 +117,6 @@ def test_record_failures_name_the_file_and_keep_the_old_one(tmp_path):
 
 # ------------------------------------------------------------------------------- symlinks and edits made meanwhile
 
-def tree(*roots):
-    found = {}
-    for root in roots:
-        for directory, dirs, files in os.walk(str(root)):
-            for name in dirs + files:
-                path = os.path.join(directory, name)
-                found[path] = ("link", os.readlink(path)) if os.path.islink(path) else \
-                    open(path, "rb").read() if os.path.isfile(path) else None
-    return found
 
 
 @pytest.fixture

@@ -20,6 +20,9 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 for _part in (("module_utils",), ("roles", "sglang_benchmark", "files")):
     if os.path.join(_REPO, *_part) not in sys.path:
         sys.path.append(os.path.join(_REPO, *_part))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import project_utils  # noqa: E402  pylint: disable=wrong-import-position
+project_utils.importable()
 import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
 import bench_runner  # noqa: E402  pylint: disable=wrong-import-position
 

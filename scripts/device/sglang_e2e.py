@@ -48,12 +48,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(REPO, "module_utils"))  # the gate's own arithmetic (stdlib only), on real answers
 sys.path.insert(2, os.path.join(REPO, "roles", "sglang_server", "files"))  # the role's journal redaction
-if "ansible.module_utils" not in sys.modules:  # module_utils import each other as Ansible ships them
-    import types  # noqa: E402  pylint: disable=wrong-import-position
-    sys.modules["ansible"] = types.ModuleType("ansible")
-    sys.modules["ansible"].__path__ = []
-    sys.modules["ansible.module_utils"] = types.ModuleType("ansible.module_utils")
-    sys.modules["ansible.module_utils"].__path__ = [os.path.join(REPO, "module_utils")]
+import project_utils  # noqa: E402  pylint: disable=wrong-import-position
+project_utils.importable()
 import bench_gate  # noqa: E402  pylint: disable=wrong-import-position
 import fusion_evidence  # noqa: E402  pylint: disable=wrong-import-position
 import greedy_ties  # noqa: E402  pylint: disable=wrong-import-position

@@ -5,7 +5,8 @@ The checkout stays the only copy of every module, util, role and playbook; this 
 from it and transforms what a collection needs transformed, by code the unit tests cover:
 
 * library/*.py -> plugins/modules/, module_utils/*.py -> plugins/module_utils/, top-level <type>_plugins/ ->
-  plugins/<type>/, with ``ansible.module_utils.<own util>`` imports rewritten to the collection's path;
+  plugins/<type>/, with ``ansible.module_utils.<own util>`` imports rewritten to the collection's path, and the
+  plugins' <name>.yml documentation files beside them (one per filter: ansible-doc -t filter reads them);
 * roles/ and playbooks/ copied, with the project's own modules, roles, playbooks, filters and lookups named by FQCN;
 * collection/ (galaxy.yml, meta/runtime.yml, CHANGELOG.md, requirements.txt, bindep.txt, tests/sanity/) plus README.md
   and LICENSE copied as they are.
@@ -78,6 +79,24 @@ def filter_names(folder):
         if hasattr(module, "FilterModule"):
             names.update(module.FilterModule().filters())
     return names
+
+
+def doc_files(folder, kind):
+    """The <plugin name>.yml documentation files in a plugin folder (ansible-doc reads them beside a file that
+    defines several filters or tests). One that documents no plugin of the folder is refused: ansible-doc would
+    list a filter that does not exist."""
+    if not os.path.isdir(folder):
+        return []
+    docs = sorted(f for f in os.listdir(folder) if f.endswith((".yml", ".yaml")))
+    if kind == "filter":
+        defined = filter_names(folder)
+    else:
+        defined = set(py_names(folder))
+    stray = [f for f in docs if f.rsplit(".", 1)[0] not in defined]
+    if stray:
+        raise BuildError("%s: %s documents no %s plugin defined there" % (
+            os.path.basename(folder), ", ".join(stray), kind))
+    return docs
 
 
 # --- Python: imports of the project's own module_utils -------------------------------------------------------
@@ -328,6 +347,9 @@ def build_tree(out, repo=REPO):
             path = os.path.join(repo, source_dir, name + ".py")
             _write(os.path.join(root, "plugins", kind, name + ".py"),
                    rewrite_imports(_read(path), own_utils, target, os.path.relpath(path, repo)))
+        if kind not in ("modules", "module_utils"):
+            for name in doc_files(os.path.join(repo, source_dir), kind):
+                shutil.copy2(os.path.join(repo, source_dir, name), os.path.join(root, "plugins", kind, name))
 
     modules = py_names(os.path.join(repo, "library"))
     roles = sorted(d for d in os.listdir(os.path.join(repo, "roles"))

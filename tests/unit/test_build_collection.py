@@ -203,6 +203,7 @@ def _checkout(tmp_path):
             def filters(self):
                 return {"server_url": str}
     """)
+    _write(root, "filter_plugins/server_url.yml", "DOCUMENTATION:\n  name: server_url\n")
     _write(root, "roles/new_role/tasks/main.yml", """\
         - name: Run
           new_mod:
@@ -236,7 +237,7 @@ def test_build_tree_derives_everything_from_the_checkout(checkout, tmp_path):
     assert _files(root) == sorted([
         "CHANGELOG.md", "LICENSE", "README.md", "galaxy.yml", "meta/runtime.yml",
         "plugins/modules/new_mod.py", "plugins/module_utils/helper.py", "plugins/module_utils/other.py",
-        "plugins/filter/urls.py", "plugins/lookup/paths.py",
+        "plugins/filter/urls.py", "plugins/filter/server_url.yml", "plugins/lookup/paths.py",
         "roles/new_role/tasks/main.yml", "roles/new_role/templates/unit.j2", "roles/new_role/files/tool.py",
         "playbooks/site.yml", "playbooks/extra.yml",
     ])
@@ -267,6 +268,13 @@ def test_build_tree_replaces_an_earlier_build(checkout, tmp_path):
     assert os.listdir(os.path.join(root, "plugins", "modules")) == ["renamed.py"]
     with open(os.path.join(root, "roles", "new_role", "tasks", "main.yml"), encoding="utf-8") as handle:
         assert "new_mod:" in handle.read()  # no longer ours: left as it is written
+
+
+def test_a_doc_file_of_no_filter_is_a_build_error(checkout, tmp_path):
+    """A filter's <name>.yml documentation goes beside its plugin; one naming no filter would list a ghost."""
+    _write(checkout, "filter_plugins/urls.yml", "DOCUMENTATION:\n  name: urls\n")  # the file, not a filter
+    with pytest.raises(bc.BuildError, match="urls.yml documents no filter plugin"):
+        bc.build_tree(str(tmp_path / "build"), repo=checkout)
 
 
 def test_missing_galaxy_metadata_is_a_build_error(checkout, tmp_path):

@@ -14,6 +14,8 @@ description:
     (C(gpufleet.sglang.drift), or C(playbooks/drift.yml) in a checkout) and judges each host clean, drift, error or
     unreachable; every drift item has a category (patch, packages, nccl, environment, unit, service, venv, driver,
     other) set where it was produced, never read from task names.
+  - The playbook C(gpufleet.sglang.drift_check) (C(playbooks/drift_check.yml) in a checkout) runs the drift
+    playbook as a dry run with the callback, then this module, in one command.
   - Writes the JSON report, a Prometheus textfile (node_exporter) and a timestamped report in a folder (keeping
     the newest), each atomically. The verdict is returned, not raised (drift is a result, not a failure).
 author:
@@ -49,8 +51,18 @@ notes:
 """
 
 EXAMPLES = r"""
-- name: Judge the last drift run
-  sglang_drift_report:
+# In one command, the dry run and this module: ansible-playbook -i <inventory> gpufleet.sglang.drift_check
+# By hand, after ANSIBLE_STDOUT_CALLBACK=ansible.posix.json ansible-playbook gpufleet.sglang.drift --check --diff
+# -i <inventory> > /tmp/drift-run.json:
+- name: Judge a drift run
+  gpufleet.sglang.sglang_drift_report:
+    src: /tmp/drift-run.json
+    json: /tmp/drift-latest.json
+  delegate_to: localhost
+  register: drift
+
+- name: Judge the last scheduled drift run (drift_schedule's files)
+  gpufleet.sglang.sglang_drift_report:
     src: /var/lib/sglang-drift/runner/artifacts/last/stdout
     json: /var/lib/sglang-drift/latest.json
     prom: /var/lib/prometheus/node-exporter/sglang_drift.prom

@@ -5,12 +5,17 @@ Built from this checkout (scripts/build_collection.py, what `make collection` ru
 checkout's ansible.cfg nor its library/ or roles/: ansible-doc renders every module by FQCN, every playbook passes
 a syntax check by FQCN, and the host group is the inventory's, whatever it is called.
 """
+import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
+import ansible
 import pytest
+import yaml
+from ansible.galaxy.dependency_resolution.versioning import meets_requirements
 from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,19 +26,38 @@ MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "library")) if f.
 PLAYBOOKS = sorted(f[:-4] for f in os.listdir(os.path.join(REPO, "playbooks")) if f.endswith(".yml"))
 
 
+# Where setup gets the collections the project depends on: the pinned `ansible` package bundles them (no Galaxy here).
+BUNDLED = os.path.join(os.path.dirname(os.path.dirname(ansible.__file__)), "ansible_collections")
+
+
+def bundled(fqcn):
+    """The `ansible` package's copy of a collection (an installed collection: ansible-galaxy installs from it)."""
+    return os.path.join(BUNDLED, *fqcn.split("."))
+
+
+def declared_dependencies():
+    with open(os.path.join(REPO, "collection", "galaxy.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["dependencies"] or {}
+
+
 @pytest.fixture(name="installed", scope="module")
 def _installed(tmp_path_factory):
+    """The tarball installed as with bare ansible-core: the `ansible` package's collections are not on the path
+    (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=False), the dependencies come with the install, offline, from where setup
+    gets them."""
     tmp = tmp_path_factory.mktemp("collection")
     root = bc.build_tree(str(tmp / "build"))
     tarball = bc.build_tarball(root, str(tmp / "dist"))
     assert os.path.isfile(tarball)
     collections = tmp / "collections"
-    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--force", tarball,
-                    "-p", str(collections)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="False",
+               ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + env["PATH"])
+    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "--force",
+                    "-p", str(collections), tarball] + [bundled(name) for name in declared_dependencies()],
+                   check=True, capture_output=True, env=env)
     workdir = tmp / "elsewhere"  # no ansible.cfg, no library/, no roles/ here
     workdir.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + env["PATH"])
     return {"dir": workdir, "env": env, "collections": collections}
 
 
@@ -119,3 +143,184 @@ def test_controller_result_dirs_default_beside_the_inventory(installed, tmp_path
     result = run(installed, "ansible-playbook", "-i", str(fleet / "hosts.yml"), str(playbook))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "DIRS %s/reports/benchmark %s/reports/allreduce" % (fleet, fleet) in result.stdout
+
+
+# --- dependencies: every collection the roles and playbooks name, declared and installed with ours ---------------
+
+OWN_OR_CORE = {("ansible", "builtin"), ("ansible", "legacy"), ("gpufleet", "sglang")}
+FQCN = re.compile(r"(?<![\w.])([a-z_][a-z0-9_]*)\.([a-z_][a-z0-9_]*)\.[a-z_][a-z0-9_]*")
+
+
+def known_collections():
+    """(namespace, name) of every collection the `ansible` package holds: what a role could name by FQCN."""
+    return {(ns, name) for ns in os.listdir(BUNDLED) if os.path.isdir(os.path.join(BUNDLED, ns))
+            for name in os.listdir(os.path.join(BUNDLED, ns))
+            if os.path.isfile(os.path.join(BUNDLED, ns, name, "MANIFEST.json"))}
+
+
+def used_collections():
+    """{'ns.name': [files]} of the collections other than ansible.builtin and ours that the shipped roles and
+    playbooks name by FQCN (modules, callbacks, lookups, filters: any text), read from the tree."""
+    known, used = known_collections() - OWN_OR_CORE, {}
+    for folder in ("roles", "playbooks"):
+        for dirpath, _dirs, files in os.walk(os.path.join(REPO, folder)):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    for match in FQCN.finditer(handle.read()):
+                        if match.groups() in known:
+                            used.setdefault("%s.%s" % match.groups(), set()).add(os.path.relpath(path, REPO))
+    return used
+
+
+def test_the_collections_the_tree_uses_are_found():
+    """The scan finds what it must: ansible.posix's json callback, which drift runs use."""
+    assert "roles/drift_schedule/templates/drift-check.sh.j2" in used_collections()["ansible.posix"]
+
+
+def test_the_manifest_declares_every_collection_the_roles_and_playbooks_name(installed):
+    root = installed["collections"] / "ansible_collections" / "gpufleet" / "sglang"
+    manifest = json.loads((root / "MANIFEST.json").read_text(encoding="utf-8"))["collection_info"]
+    used = used_collections()
+    assert sorted(manifest["dependencies"]) == sorted(used), used
+    with open(os.path.join(REPO, "requirements.yml"), encoding="utf-8") as handle:
+        requirements = {c["name"]: c.get("version", "*") for c in yaml.safe_load(handle)["collections"]}
+    for name, version_range in manifest["dependencies"].items():
+        # the checkout's requirements.yml installs the same range (bare ansible-core: -r requirements.yml)
+        assert requirements.get(name) == version_range, (name, requirements.get(name), version_range)
+        # and the install brought it, at a version of that range
+        installed_manifest = installed["collections"] / "ansible_collections" / name.replace(".", "/") / "MANIFEST.json"
+        version = json.loads(installed_manifest.read_text(encoding="utf-8"))["collection_info"]["version"]
+        assert meets_requirements(version, version_range), (name, version, version_range)
+
+
+def test_without_its_dependencies_the_install_is_refused_offline(installed, tmp_path):
+    """A dependency the install cannot find is an error, not a collection that fails later at run time."""
+    tarball = next((installed["dir"].parent / "dist").glob("*.tar.gz"))
+    empty = str(tmp_path / "empty")  # the only collections path: nothing installed anywhere
+    result = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "-p", empty,
+                             str(tarball)], cwd=installed["dir"], capture_output=True, text=True, check=False,
+                            env=dict(installed["env"], ANSIBLE_COLLECTIONS_PATH=empty))
+    assert result.returncode != 0
+    for name in declared_dependencies():
+        assert name in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+# --- plugin documentation: ansible-doc shows every filter (and lookup) -------------------------------------------
+
+def plugin_names():
+    """[(ansible-doc type, name)] of the plugins users call by name, read from the tree."""
+    names = []
+    for kind, folder in bc.plugin_folders(REPO).items():
+        if kind == "filter":
+            names += [(kind, name) for name in sorted(bc.filter_names(folder))]
+        elif kind in ("lookup", "test"):
+            names += [(kind, name) for name in bc.py_names(folder)]
+    return names
+
+
+def test_ansible_doc_lists_every_plugin_documented(installed):
+    for kind in sorted({kind for kind, _name in plugin_names()}):
+        result = run(installed, "ansible-doc", "-t", kind, "-l", "gpufleet.sglang")
+        assert result.returncode == 0, result.stderr
+        listed = dict(line.split(None, 1) for line in result.stdout.splitlines() if line.strip())
+        assert sorted(listed) == sorted("gpufleet.sglang." + n for k, n in plugin_names() if k == kind), listed
+        assert not [name for name, text in listed.items() if "UNDOCUMENTED" in text], result.stdout
+
+
+@pytest.mark.parametrize("kind,name", plugin_names())
+def test_ansible_doc_renders_every_plugin_by_fqcn(installed, kind, name):
+    result = run(installed, "ansible-doc", "-t", kind, "gpufleet.sglang." + name)
+    assert result.returncode == 0, result.stderr
+    assert "NAME: %s" % name in result.stdout and "EXAMPLES" in result.stdout, result.stdout
+    assert "gpufleet.sglang.%s" % name in result.stdout  # the examples call it by FQCN
+
+
+# --- drift in one command, by FQCN ------------------------------------------------------------------------------
+
+STAND_IN_DRIFT = textwrap.dedent("""\
+    - name: A stand-in for the drift playbook (the real one needs deployed hosts)
+      hosts: "{{ sglang_hosts | default('blackwell') }}"
+      gather_facts: false
+      tasks:
+        - name: Insist on a dry run with diffs, as the drift playbook does
+          ansible.builtin.assert:
+            that: [ansible_check_mode, ansible_diff_mode]
+        - name: A file a deploy would write
+          ansible.builtin.copy:
+            dest: "{{ fake_file }}"
+            content: "wanted\\n"
+            mode: "0644"
+""")
+
+
+@pytest.fixture(name="fleet")
+def _fleet(installed, tmp_path):
+    """An inventory of the user's (group gpu_nodes, two hosts over a local connection), each with a file a deploy
+    would write: node-a's as wanted, node-b's edited."""
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    hosts = {}
+    for host, content in (("node-a", "wanted\n"), ("node-b", "edited\n")):
+        path = tmp_path / (host + ".txt")
+        path.write_text(content, encoding="utf-8")
+        path.chmod(0o644)
+        hosts[host] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                       "fake_file": str(path)}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump({"gpu_nodes": {"hosts": hosts}}), encoding="utf-8")
+    playbook = tmp_path / "stand_in_drift.yml"
+    playbook.write_text(STAND_IN_DRIFT, encoding="utf-8")
+    return {"inventory": inventory, "playbook": playbook, "reports": tmp_path / "reports"}
+
+
+def drift_check(installed, fleet, *extra):
+    return run(installed, "ansible-playbook", "-i", str(fleet["inventory"] / "hosts.yml"),
+               "gpufleet.sglang.drift_check", "-e", "sglang_hosts=gpu_nodes",
+               "-e", "drift_check_report_dir=%s" % fleet["reports"], *extra)
+
+
+def test_drift_check_runs_the_dry_run_and_writes_the_report(installed, fleet):
+    result = drift_check(installed, fleet, "-e", "drift_check_playbook=%s" % fleet["playbook"])
+    assert result.returncode == 2, result.stdout + result.stderr  # drift: the command fails
+    report = json.loads((fleet["reports"] / "latest.json").read_text(encoding="utf-8"))
+    assert report["exit_code"] == 1
+    assert {host: info["status"] for host, info in report["hosts"].items()} == {"node-a": "clean", "node-b": "drift"}
+    assert "drift reports: %s" % fleet["reports"] in result.stdout  # a line says where
+    assert "node-b  drift" in result.stdout and "-edited" in result.stdout  # the summary, with the diff
+    assert "drift check: drift (exit code 1" in result.stdout
+    assert len(list(fleet["reports"].glob("drift-*.json"))) == 1 and (fleet["reports"] / "summary.txt").is_file()
+    assert os.listdir(fleet["inventory"]) == ["hosts.yml"]  # nothing written beside the inventory
+    assert (fleet["inventory"].parent / "node-b.txt").read_text(encoding="utf-8") == "edited\n"  # a dry run
+
+
+def test_drift_check_passes_the_limit_on_and_a_clean_run_succeeds(installed, fleet):
+    result = drift_check(installed, fleet, "-e", "drift_check_playbook=%s" % fleet["playbook"], "--limit", "node-a")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((fleet["reports"] / "latest.json").read_text(encoding="utf-8"))
+    assert report["exit_code"] == 0 and sorted(report["hosts"]) == ["node-a"]
+    assert "drift check: clean" in result.stdout
+
+
+def test_drift_check_runs_the_collections_drift_playbook_by_default(installed, fleet):
+    """No stand-in: the installed drift playbook runs (with the callback from the installed ansible.posix); on
+    this machine, which has no GPUs, gpu_preflight stops the host, which the report calls an error."""
+    result = drift_check(installed, fleet, "--limit", "node-a")
+    assert result.returncode == 2, result.stdout + result.stderr
+    report = json.loads((fleet["reports"] / "latest.json").read_text(encoding="utf-8"))
+    assert report["exit_code"] == 2 and report["hosts"]["node-a"]["status"] == "error", report["hosts"]
+    assert "gpu_preflight" in result.stdout
+
+
+def test_drift_check_without_a_run_says_why(installed, fleet):
+    result = drift_check(installed, fleet, "-e", "drift_check_playbook=%s" % (fleet["playbook"].parent / "none.yml"))
+    assert result.returncode == 2
+    assert "The drift check wrote no report" in result.stdout and "none.yml could not be found" in result.stdout, (
+        result.stdout)
+
+
+def test_the_drift_playbook_refuses_a_real_run_by_its_fqcn(installed, fleet):
+    result = run(installed, "ansible-playbook", "-i", str(fleet["inventory"] / "hosts.yml"), "gpufleet.sglang.drift",
+                 "-e", "sglang_hosts=gpu_nodes")
+    assert result.returncode == 2
+    assert "gpufleet.sglang.drift (playbooks/drift.yml in a checkout) only reports" in result.stdout, result.stdout
+    assert "gpufleet.sglang.drift_check" in result.stdout

@@ -278,6 +278,25 @@ def fqcn_lookups(text, fqcn, lookups):
                   lambda m: m.group(1) + m.group(2) + fqcn + m.group(3) + m.group(2), text)
 
 
+EXAMPLES_RE = re.compile(r'^(EXAMPLES\s*=\s*r?""")(.*?)(""")', re.S | re.M)
+
+
+def fqcn_examples(source, fqcn, modules, roles, playbooks, path="<module>"):
+    """A module's source with the tasks (or plays) of its EXAMPLES naming the project's modules by FQCN, so that
+    ``ansible-doc gpufleet.sglang.<module>`` shows what a user of the collection types."""
+    match = EXAMPLES_RE.search(source)
+    if not match:
+        return source
+    text = match.group(2)
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BuildError("%s: EXAMPLES: %s" % (path, exc)) from exc
+    plays = isinstance(parsed, list) and any(isinstance(entry, dict) and "hosts" in entry for entry in parsed)
+    text = fqcn_yaml(text, "playbook" if plays else "tasks", fqcn, modules, roles, playbooks, path + " EXAMPLES")
+    return source[:match.start(2)] + text + source[match.end(2):]
+
+
 def yaml_kind(relpath):
     """How fqcn_yaml reads a file of the collection tree, from where it lies."""
     parts = relpath.split(os.sep)
@@ -334,6 +353,11 @@ def build_tree(out, repo=REPO):
     if os.path.isdir(os.path.join(repo, "docs")):
         _copy_tree(os.path.join(repo, "docs"), os.path.join(root, "docs"))
 
+    modules = py_names(os.path.join(repo, "library"))
+    roles = sorted(d for d in os.listdir(os.path.join(repo, "roles"))
+                   if os.path.isdir(os.path.join(repo, "roles", d, "tasks")))
+    playbooks = sorted(f.rsplit(".", 1)[0] for f in os.listdir(os.path.join(repo, "playbooks"))
+                       if f.endswith((".yml", ".yaml")))
     own_utils = set(py_names(os.path.join(repo, "module_utils")))
     python_dirs = {"library": "modules", "module_utils": "module_utils"}
     python_dirs.update({os.path.basename(folder): kind for kind, folder in plugin_folders(repo).items()})
@@ -345,17 +369,14 @@ def build_tree(out, repo=REPO):
             lookups |= set(py_names(os.path.join(repo, source_dir)))
         for name in py_names(os.path.join(repo, source_dir)):
             path = os.path.join(repo, source_dir, name + ".py")
-            _write(os.path.join(root, "plugins", kind, name + ".py"),
-                   rewrite_imports(_read(path), own_utils, target, os.path.relpath(path, repo)))
+            text = rewrite_imports(_read(path), own_utils, target, os.path.relpath(path, repo))
+            if kind == "modules":
+                text = fqcn_examples(text, fqcn, modules, roles, playbooks, os.path.relpath(path, repo))
+            _write(os.path.join(root, "plugins", kind, name + ".py"), text)
         if kind not in ("modules", "module_utils"):
             for name in doc_files(os.path.join(repo, source_dir), kind):
                 shutil.copy2(os.path.join(repo, source_dir, name), os.path.join(root, "plugins", kind, name))
 
-    modules = py_names(os.path.join(repo, "library"))
-    roles = sorted(d for d in os.listdir(os.path.join(repo, "roles"))
-                   if os.path.isdir(os.path.join(repo, "roles", d, "tasks")))
-    playbooks = sorted(f.rsplit(".", 1)[0] for f in os.listdir(os.path.join(repo, "playbooks"))
-                       if f.endswith((".yml", ".yaml")))
     for folder in ("roles", "playbooks"):
         _copy_tree(os.path.join(repo, folder), os.path.join(root, folder))
     for folder in ("roles", "playbooks"):

@@ -82,6 +82,29 @@ def test_ansible_doc_renders_every_module_by_fqcn(installed, module):
     assert "OPTIONS" in result.stdout or "RETURN VALUES" in result.stdout
 
 
+@pytest.mark.parametrize("module", MODULES)
+def test_every_modules_examples_name_the_projects_modules_by_fqcn(installed, module):
+    result = run(installed, "ansible-doc", "--json", "gpufleet.sglang." + module)
+    assert result.returncode == 0, result.stderr
+    examples = yaml.safe_load(json.loads(result.stdout)["gpufleet.sglang." + module]["examples"])
+    named = [key for task in tasks_of(examples) for key in task if key.rsplit(".", 1)[-1] in MODULES]
+    assert named and all(key.startswith("gpufleet.sglang.") for key in named), named
+
+
+def tasks_of(entries):
+    """The tasks of a list of tasks or plays, blocks followed."""
+    for entry in entries or []:
+        if not isinstance(entry, dict):
+            continue
+        if "hosts" in entry:
+            for key in ("pre_tasks", "tasks", "post_tasks"):
+                yield from tasks_of(entry.get(key))
+            continue
+        yield entry
+        for key in ("block", "rescue", "always"):
+            yield from tasks_of(entry.get(key))
+
+
 @pytest.mark.parametrize("playbook", PLAYBOOKS)
 def test_every_playbook_passes_a_syntax_check_by_fqcn(installed, playbook):
     result = run(installed, "ansible-playbook", "gpufleet.sglang." + playbook, "--syntax-check")
@@ -110,13 +133,33 @@ def test_the_host_group_is_the_inventorys_whatever_its_name(installed):
     """), encoding="utf-8")
 
     def hosts(*extra):
+        """{play name: its hosts} of --list-hosts."""
         result = run(installed, "ansible-playbook", "-i", str(inventory), "gpufleet.sglang.deploy", "--list-hosts",
                      *extra)
         assert result.returncode == 0, result.stdout + result.stderr
-        return result.stdout
-    assert "gpu-a" in hosts("-e", "sglang_hosts=gpu_servers") and "other-host" not in hosts(
-        "-e", "sglang_hosts=gpu_servers")
-    assert "other-host" in hosts() and "gpu-a" not in hosts()  # default: blackwell
+        plays, name = {}, None
+        for line in result.stdout.splitlines():
+            match = re.match(r"\s+play #\d+ \(.*?\): (.*?)\tTAGS", line)
+            if match:
+                name = match.group(1)
+                plays[name] = []
+            elif name and line.startswith(" " * 6) and line.strip():
+                plays[name].append(line.strip())
+        return plays
+    prepare = "Prepare SM120 hosts (preflight, locked install, fusion patch, NCCL settings)"
+    assert sorted(hosts("-e", "sglang_hosts=gpu_servers")[prepare]) == ["gpu-a", "gpu-b"]
+    assert hosts()[prepare] == ["other-host"]  # default: blackwell
+
+
+def test_a_group_the_inventory_lacks_fails_with_how_to_name_it(installed, tmp_path):
+    """The first play (playbooks/plays/sglang_hosts.yml, imported by a relative path) runs from the installed
+    collection too: no `blackwell` in the inventory and no -e sglang_hosts fails, and says how to name the group."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text("gpu_servers:\n  hosts:\n    gpu-a: {ansible_connection: local}\n", encoding="utf-8")
+    result = run(installed, "ansible-playbook", "-i", str(inventory), "gpufleet.sglang.deploy")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no host matched 'blackwell'" in result.stdout and "-e sglang_hosts=<group>" in result.stdout
+    assert "PLAY [Prepare SM120 hosts" not in result.stdout
 
 
 def test_controller_result_dirs_default_beside_the_inventory(installed, tmp_path):

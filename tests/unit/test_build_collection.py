@@ -163,6 +163,40 @@ def test_yaml_kind_from_the_path(rel, kind):
     assert bc.yaml_kind(rel.replace("/", os.sep)) == kind
 
 
+MODULE_SOURCE = '''DOCUMENTATION = r"""
+module: my_mod
+"""
+
+EXAMPLES = r"""
+- name: Run it
+  my_mod:
+    path: /x
+
+- name: Another module and a variable of the same name
+  other_mod:
+    my_mod: 1
+"""
+'''
+
+
+def test_module_examples_name_the_module_by_fqcn_and_the_rest_stays():
+    out = bc.fqcn_examples(MODULE_SOURCE, FQCN, ["my_mod"], [], [])
+    examples = yaml.safe_load(out.split("EXAMPLES = r\"\"\"", 1)[1].split('"""', 1)[0])
+    assert [list(task)[1] for task in examples] == ["ns.coll.my_mod", "other_mod"]
+    assert examples[1]["other_mod"] == {"my_mod": 1}
+    assert out.split("EXAMPLES")[0] == MODULE_SOURCE.split("EXAMPLES")[0]
+
+
+def test_module_examples_written_as_plays_have_their_tasks_renamed():
+    source = 'EXAMPLES = r"""\n- hosts: all\n  tasks:\n    - my_mod: {a: 1}\n"""\n'
+    assert "    - ns.coll.my_mod: {a: 1}" in bc.fqcn_examples(source, FQCN, ["my_mod"], [], [])
+
+
+def test_module_examples_that_are_not_yaml_are_a_build_error():
+    with pytest.raises(bc.BuildError, match="library/my_mod.py: EXAMPLES"):
+        bc.fqcn_examples('EXAMPLES = r"""\n- a: [\n"""\n', FQCN, ["my_mod"], [], [], "library/my_mod.py")
+
+
 def test_filters_are_called_by_fqcn():
     text = "{{ x | url_of }} {{ y|url_of(1) }} {{ z | url_of_other }} {{ w | ns.coll.url_of }} {{ v | default }}"
     assert bc.fqcn_filters(text, FQCN, {"url_of"}) == (

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ansible shell around module_utils/model_store.py and module_utils/model_manifest.py."""
+"""Ansible shell around module_utils/model_store.py, model_manifest.py and (hf sources) model_hub.py."""
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -26,9 +26,17 @@ description:
     seconds, and returned at the end.
   - The C(current) link of a model is not switched here; the server's restart path owns it
     (C(model_store.switch_current)).
-  - Source types C(hf) (a Hugging Face repository at a 40-hex commit, I(source.endpoint) as C(HF_ENDPOINT), the token
-    read from I(source.token_file)) and C(peer) (another host's verified copy) are part of the spec and refused as
-    not yet supported.
+  - An C(hf) source is a Hugging Face repository I(source.repo) fetched through the real C(huggingface_hub) client
+    of the venv whose interpreter is I(hf_python) (the sglang_model role makes it), with I(source.endpoint) as
+    C(HF_ENDPOINT) (an internal mirror) and the token read from I(source.token_file). The token is handed to the
+    client on its stdin, never in a process's arguments or environment, a result, a message or a record.
+  - For C(hf), I(revision) is a 40-hex commit, or a branch or tag name the hub's API resolves to its commit at each
+    run (refused with I(hf_require_commit)); the revision is placed and recorded under the commit, and the result's
+    C(revision) is the commit. The hub's metadata (C(model_info) with files metadata) gives every file's size and its
+    LFS sha256 or git blob id; each fetched file is checked against them (sha256 for LFS files, the git blob sha1
+    otherwise) and its size, a stopped fetch resumes with HTTP Range after hashing what it kept, and a file that
+    fails is removed and named. A 40-hex revision in place with its record asks neither the hub nor the client.
+  - Source type C(peer) (another host's verified copy) is part of the spec and refused as not yet supported.
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:
@@ -50,7 +58,7 @@ options:
     required: true
     suboptions:
       type:
-        description: The kind of source (C(hf) and C(peer) are refused as not yet supported).
+        description: The kind of source (C(peer) is refused as not yet supported).
         type: str
         required: true
         choices: [path, http, hf, peer]
@@ -75,7 +83,7 @@ options:
         description: C(hf) the repository, C(owner/name).
         type: str
       endpoint:
-        description: C(hf) the hub endpoint (C(HF_ENDPOINT), an internal mirror).
+        description: C(hf) the hub endpoint (C(HF_ENDPOINT), an internal mirror); the client's default hub without it.
         type: str
       host:
         description: C(peer) the inventory host that holds a verified copy.
@@ -97,6 +105,15 @@ options:
     description: How many times one run resumes a file whose transfer stopped.
     type: int
     default: 3
+  hf_python:
+    description:
+      - C(hf) the interpreter of a venv holding C(huggingface_hub) (the sglang_model role's C(sglang_model_hf_venv)).
+      - In check mode before it exists, the revision is reported as to be fetched, its size not known.
+    type: path
+  hf_require_commit:
+    description: C(hf) refuse a revision that is not a 40-hex commit instead of resolving a branch or tag name.
+    type: bool
+    default: false
 notes:
   - Supports check mode (what would be fetched and its size, with the free-space check; nothing is written) and
     diff mode (the revision absent before, present after).
@@ -112,6 +129,18 @@ EXAMPLES = r"""
       type: http
       url: http://mirror.internal/models/Kimi-K2.5/2025-11-01
       token_file: /etc/sglang/mirror-token
+
+- name: Fetch a model from an internal Hugging Face mirror at a pinned commit
+  sglang_model_fetch:
+    name: Kimi-K2.5
+    revision: 0123456789abcdef0123456789abcdef01234567
+    models_dir: /var/lib/sglang/models
+    hf_python: /var/lib/sglang/models/.hf-client/bin/python
+    source:
+      type: hf
+      repo: moonshotai/Kimi-K2.5
+      endpoint: https://hf-mirror.internal
+      token_file: /etc/sglang/hf-token
 
 - name: Verify a copy on a shared filesystem, hashing every file
   sglang_model_fetch:
@@ -131,13 +160,15 @@ manifest_sha256: {description: "sha256 over the manifest (name, size, sha256 of 
 files: {description: Number of files in the revision., returned: success, type: int}
 total_bytes: {description: Size of the revision., returned: success, type: int}
 would_fetch: {description: "Files still to fetch: name, size, bytes already kept.", returned: success, type: list, elements: dict}
-would_fetch_bytes: {description: Bytes still to fetch., returned: success, type: int}
+would_fetch_bytes: {description: "Bytes still to fetch (null in check mode for hf before its client is installed).", returned: success, type: int}
 transferred_bytes: {description: Bytes downloaded by this run., returned: success, type: int}
 hashed_bytes: {description: "Bytes hashed from disk by this run (files already there; not those hashed as they arrived).", returned: success, type: int}
 seconds: {description: Seconds the fetch took., returned: success, type: float}
 rate_bytes_per_s: {description: Average download rate., returned: success, type: int}
 verified: {description: "How the revision was checked: size, full, or none (check mode before a fetch).", returned: success, type: str}
-model: {description: "What the role publishes of this model: name, revision, path, manifest_sha256.", returned: success, type: dict}
+model: {description: "What the role publishes of this model: name, revision (hf: the commit), path, manifest_sha256.", returned: success, type: dict}
+revision: {description: "hf: the commit the revision is placed and recorded under (a branch or tag resolved).", returned: hf sources, type: str}
+requested_revision: {description: "hf: the revision as asked (a commit, branch or tag).", returned: hf sources, type: str}
 progress_file: {description: Where the fetch wrote its progress., returned: when files were fetched, type: str}
 """
 
@@ -164,7 +195,8 @@ def main():
             source=dict(type="dict", required=True, options=SOURCE_OPTIONS),
             verify=dict(type="str", choices=["size", "full"], default="size"),
             space_margin_mb=dict(type="int", default=1024), timeout=dict(type="int", default=60),
-            retries=dict(type="int", default=3)),
+            retries=dict(type="int", default=3), hf_python=dict(type="path"),
+            hf_require_commit=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
     refused = param_checks.refusal("sglang_model_fetch", module.argument_spec, module.params)
@@ -182,16 +214,19 @@ def main():
         result = model_store.ensure(params["models_dir"], params["name"], params["revision"], source,
                                     verify=params["verify"], margin=params["space_margin_mb"] * 1024 * 1024,
                                     check_mode=module.check_mode, timeout=params["timeout"],
-                                    retries=params["retries"])
+                                    retries=params["retries"], hf_python=params["hf_python"],
+                                    hf_require_commit=params["hf_require_commit"])
     except ModelError as exc:
         module.fail_json(msg="%s revision %s: %s" % (params["name"], params["revision"], exc), changed=False)
     except OSError as exc:
         module.fail_json(msg="%s revision %s: %s (%s); a partial copy is never used" % (
             params["name"], params["revision"], exc.strerror or exc, exc.filename or target), changed=False)
-    result["model"] = {"name": params["name"], "revision": params["revision"], "path": result["model_path"],
+    result["model"] = {"name": params["name"], "revision": result.get("revision") or params["revision"],
+                       "path": result["model_path"],
                        "manifest_sha256": result["manifest_sha256"]}
     if module._diff:
         absent = result["changed"] and source["type"] != "path"
+        target = result["model_path"] if source["type"] != "path" else target
         result["diff"] = {"before": "" if absent else "%s\n" % result["model_path"],
                           "after": "%s (%s)\n" % (result["model_path"], result["manifest_sha256"]),
                           "before_header": target, "after_header": target}

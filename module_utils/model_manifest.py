@@ -4,8 +4,8 @@
 Pure Python, no I/O beyond reading the files it is asked to check (the sglang_model_fetch module and
 module_utils/model_store.py use it):
 
-* ``check_source``: the operator's source spec for one model, validated; ``hf`` and ``peer`` are part of the design
-  (their fields are known and checked) but refused as not yet supported.
+* ``check_source``: the operator's source spec for one model, validated; ``peer`` is part of the design (its fields
+  are known and checked) but refused as not yet supported.
 * ``parse_manifest``: a manifest (JSON ``{"files": [{"name", "size", "sha256"}, ...]}``) validated, with file
   names that cannot leave the revision's directory; ``manifest_digest`` is one sha256 over it (name, size, sha256
   of every file, sorted), the value a deployment records and compares.
@@ -21,18 +21,21 @@ import os
 import re
 
 SOURCE_TYPES = ("path", "http", "hf", "peer")
-SUPPORTED_SOURCES = ("path", "http")
+SUPPORTED_SOURCES = ("path", "http", "hf")
 VERIFY_MODES = ("size", "full")
 # Names of models and revisions become directory names under the models directory.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+# A Hugging Face repository id, owner/name (it goes into the hub's URLs).
+REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 # Which fields each source type takes (the rest must be empty), and which it needs.
 SOURCE_FIELDS = {
     "path": {"required": ("path", "manifest"), "optional": ()},
     "http": {"required": ("url",), "optional": ("manifest_url", "token_file")},
-    # A Hugging Face repository at a pinned commit; endpoint is HF_ENDPOINT (an internal mirror); the token is read
-    # from a file on the host, never passed as an argument.
+    # A Hugging Face repository at a revision (a 40-hex commit, or a branch or tag name resolved to its commit and
+    # recorded); endpoint is HF_ENDPOINT (an internal mirror); the token is read from a file on the host, never
+    # passed as an argument.
     "hf": {"required": ("repo",), "optional": ("endpoint", "token_file")},
     # Another inventory host holding a verified copy of the same revision (rsync over SSH).
     "peer": {"required": ("host",), "optional": ("path",)},
@@ -52,7 +55,7 @@ def check_name(what, value):
     return value
 
 
-def check_source(source, revision):
+def check_source(source, revision, require_commit=False):
     """The source spec with only the fields its type takes; ModelError names what is wrong."""
     if not isinstance(source, dict):
         raise ModelError("source must be a mapping with a type (one of %s), got %r"
@@ -78,8 +81,15 @@ def check_source(source, revision):
         for key in ("url", "manifest_url"):
             if key in given and not re.match(r"^https?://[^\s/]+", given[key]):
                 raise ModelError("source.%s must be an http:// or https:// URL without whitespace" % key)
-    if kind == "hf" and not COMMIT_RE.match(revision or ""):
-        raise ModelError("source type hf needs revision to be a 40-hex commit hash (a branch or tag moves)")
+    if kind == "hf":
+        if not REPO_RE.match(given["repo"]) or ".." in given["repo"]:
+            raise ModelError("source.repo must be a Hugging Face repository id, owner/name, got %r" % given["repo"])
+        if "endpoint" in given and not re.match(r"^https?://[^\s/?#]+(/[^\s?#]*)?$", given["endpoint"]):
+            raise ModelError("source.endpoint must be an http:// or https:// URL without whitespace, query or "
+                             "fragment (the hub's HF_ENDPOINT)")
+        if require_commit and not COMMIT_RE.match(revision or ""):
+            raise ModelError("source type hf needs revision to be a 40-hex commit hash here (hf_require_commit is "
+                             "on: a branch or tag moves), got %r" % revision)
     if kind not in SUPPORTED_SOURCES:
         raise ModelError("source type %s is not yet supported (this release fetches from %s)"
                          % (kind, " and ".join(SUPPORTED_SOURCES)))

@@ -14,9 +14,10 @@ Layout under the models directory (one folder per model name):
     <name>/current                     NOT written here: the server's restart path switches it (switch_current)
                                        once the server is to run the revision, never under a running server
 
-``ensure`` does one model (sources ``path`` and ``http``); module_utils/model_manifest.py checks the source spec and
-the manifest. Tokens: a source names a token file on the host (``token_file``); its content goes into a request
-header only, never into a result, a message, a record or the progress file.
+``ensure`` does one model (sources ``path`` and ``http`` here, ``hf`` in module_utils/model_hub.py);
+module_utils/model_manifest.py checks the source spec and the manifest. Tokens: a source names a token file on the
+host (``token_file``); its content goes into a request header (http) or the hf client's stdin only, never into a
+result, a message, a record or the progress file.
 """
 from __future__ import annotations
 
@@ -100,10 +101,11 @@ def read_record(models_dir, name, revision):
     return record
 
 
-def write_record(models_dir, name, revision, files, source, verified, model_path):
-    record = {"name": name, "revision": revision, "files": files, "manifest_sha256": mm.manifest_digest(files),
-              "total_bytes": mm.total_bytes(files), "source": mm.public_source(source), "verified": verified,
-              "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "path": model_path}
+def write_record(models_dir, name, revision, files, source, verified, model_path, extra=None):
+    record = dict(extra or {})
+    record.update({"name": name, "revision": revision, "files": files, "manifest_sha256": mm.manifest_digest(files),
+                   "total_bytes": mm.total_bytes(files), "source": mm.public_source(source), "verified": verified,
+                   "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "path": model_path})
     write_json(record_path(models_dir, name, revision), record)
     return record
 
@@ -330,21 +332,27 @@ def _result(model_path, files, **extra):
 
 
 def ensure(models_dir, name, revision, source, verify="size", margin=0, check_mode=False, timeout=60,
-           retries=3, free=free_bytes):
+           retries=3, free=free_bytes, hf_python=None, hf_require_commit=False):
     """Make <models_dir>/<name>/<revision> a verified copy of the revision (or verify a path source in place).
 
     Returns the module's result (model_path, manifest_sha256, changed, bytes transferred and hashed, would_fetch in
     check mode); raises ModelError with the reason, naming the file that failed. ``free`` gives the free bytes of a
-    path (injected by the tests)."""
+    path (injected by the tests). ``hf_python`` is the interpreter of the venv holding huggingface_hub (hf sources,
+    module_utils/model_hub.py); ``hf_require_commit`` refuses an hf revision that is not a 40-hex commit."""
     mm.check_name("name", name)
     mm.check_name("revision", revision)
     if verify not in mm.VERIFY_MODES:
         raise ModelError("verify must be one of %s, got %r" % (", ".join(mm.VERIFY_MODES), verify))
-    source = mm.check_source(source, revision)
+    source = mm.check_source(source, revision, require_commit=hf_require_commit)
     if not os.path.isabs(models_dir):
         raise ModelError("models_dir must be an absolute path, got %r" % models_dir)
     if source["type"] == "path":
         return _ensure_path(models_dir, name, revision, source, verify, check_mode)
+    if source["type"] == "hf":
+        from ansible.module_utils import model_hub  # pylint: disable=import-outside-toplevel (it imports this module)
+
+        return model_hub.ensure_hf(models_dir, name, revision, source, verify, margin, check_mode, timeout, retries,
+                                   free, hf_python)
     return _ensure_http(models_dir, name, revision, source, verify, margin, check_mode, timeout, retries, free)
 
 

@@ -4,6 +4,7 @@ The cache (``$SGLANG_TEST_WHEEL_CACHE``, default ``<repo>/.cache/test-wheels``)
 is git-ignored: wheels are never committed.
 """
 import fcntl
+import hashlib
 import glob
 import os
 import re
@@ -78,3 +79,46 @@ def site_packages(venv):
     found = glob.glob(os.path.join(venv, "lib", "python3*", "site-packages"))
     assert len(found) == 1, found
     return found[0]
+
+
+def wheelhouse(name, *requirements):
+    """A folder of wheels for the requirements and everything they need (``pip download``, binary wheels only),
+    downloaded once into the cache (``<cache>/<name>``); pip installs from it with --no-index --find-links."""
+    folder = os.path.join(CACHE, name)
+    marker = os.path.join(folder, ".complete")
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, ".lock"), "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(marker):
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-q", "-d", folder]
+                                  + list(requirements), capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, proc.stderr
+            with open(marker, "w", encoding="utf-8") as handle:
+                handle.write("\n".join(requirements) + "\n")
+    return folder
+
+
+def hf_client_requirements():
+    """What the sglang_model role installs into its hf client venv (sglang_model_hf_packages, its defaults)."""
+    import yaml  # pylint: disable=import-outside-toplevel
+
+    with open(os.path.join(REPO, "roles", "sglang_model", "defaults", "main.yml"), encoding="utf-8") as handle:
+        return list(yaml.safe_load(handle)["sglang_model_hf_packages"])
+
+
+def hf_client_python():
+    """The Python of a venv holding the role's pinned huggingface_hub, installed by real pip from cached wheels (made
+    once into the cache, rebuilt when the pin changes)."""
+    requirements = hf_client_requirements()
+    key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
+    house = wheelhouse("hf-client-" + key, *requirements)
+    venv = os.path.join(CACHE, "venv-hf-client-" + key)
+    python = os.path.join(venv, "bin", "python")
+    with open(os.path.join(CACHE, ".lock-venv"), "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(os.path.join(venv, ".complete")):
+            subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
+            subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", "--find-links", house]
+                           + requirements, check=True)
+            open(os.path.join(venv, ".complete"), "w", encoding="utf-8").close()
+    return python

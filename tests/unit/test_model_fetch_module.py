@@ -29,7 +29,8 @@ def refused(tmp_path, module_args, *needles):
 
 
 @pytest.mark.parametrize("source,extra,needles", [
-    ({"type": "hf", "repo": "o/m"}, {"revision": "a" * 40}, ["hf is not yet supported"]),
+    ({"type": "hf", "repo": "o/m"}, {"revision": "a" * 40}, ["hf client's Python", "sglang_model_hf_venv"]),
+    ({"type": "hf", "repo": "o/m"}, {"revision": "main", "hf_require_commit": True}, ["40-hex commit"]),
     ({"type": "peer", "host": "gpu2"}, {}, ["peer is not yet supported"]),
     ({"type": "http"}, {}, ["needs url"]),
     ({"type": "http", "url": "http://127.0.0.1:9"}, {"name": "../etc"}, ["name must be"]),
@@ -76,6 +77,32 @@ def test_full_disk_and_corruption_fail_cleanly(tmp_path):
 def test_documentation_renders_and_matches_the_arguments():
     info = module_doc("sglang_model_fetch")
     assert set(info["doc"]["options"]) == {"name", "revision", "models_dir", "source", "verify", "space_margin_mb",
-                                           "timeout", "retries"}
+                                           "timeout", "retries", "hf_python", "hf_require_commit"}
     assert set(info["doc"]["options"]["source"]["suboptions"]["type"]["choices"]) == {"path", "http", "hf", "peer"}
     assert "manifest_sha256" in info["return"]
+
+
+def test_hf_through_ansible_check_then_fetch_then_nothing_and_no_token_shown(tmp_path):
+    """The module as Ansible runs it (its bundle carries hf_client.py to the child) with the role's pinned client
+    against the stand-in hub (tests/helpers/hf_standin.py)."""
+    from tests.helpers.hf_standin import StandInHub, make_hf_model
+    from tests.helpers.wheels import hf_client_python
+
+    token, commit = "hf_module_secret_77c1", "ab" * 20
+    (tmp_path / "token").write_text(token + "\n")
+    files = make_hf_model()
+    with StandInHub("o/m", files, commit=commit, token=token) as hub:
+        module_args = args(tmp_path, {"type": "hf", "repo": "o/m", "endpoint": hub.endpoint,
+                                      "token_file": str(tmp_path / "token")},
+                           revision="main", hf_python=hf_client_python())
+        dry = run_module("sglang_model_fetch", module_args, check=True, diff=True)
+        assert dry["changed"] and dry["would_fetch_bytes"] == sum(map(len, files.values())), dry
+        assert not (tmp_path / "models").exists()
+        real = run_module("sglang_model_fetch", module_args, diff=True)
+        assert real["changed"] and real["model"]["revision"] == commit, real
+        assert real["model"]["path"] == str(tmp_path / "models" / "m" / commit) and real["diff"]["before"] == ""
+        again = run_module("sglang_model_fetch", dict(module_args, revision=commit))
+        assert again["changed"] is False and again["transferred_bytes"] == 0
+        assert hub.token_hits == []
+        for result in (dry, real, again):
+            assert token not in json.dumps(result)

@@ -206,7 +206,9 @@ def test_path_source_verifies_in_place_and_records(tmp_path):
 
 
 @pytest.mark.parametrize("source,needle", [
-    ({"type": "hf", "repo": "o/m"}, "40-hex commit"),
+    ({"type": "hf", "repo": "o"}, "owner/name"),
+    ({"type": "hf", "repo": "o/m", "endpoint": "ftp://mirror"}, "source.endpoint must be"),
+    ({"type": "hf", "repo": "o/m", "url": "http://x"}, "does not take url"),
     ({"type": "peer", "host": "gpu2"}, "not yet supported"),
     ({"type": "ftp"}, "source.type must be one of"),
     ({"type": "http"}, "needs url"),
@@ -221,10 +223,13 @@ def test_bad_sources_are_refused_with_their_reason(source, needle):
     assert needle in str(error.value)
 
 
-def test_hf_with_a_commit_is_refused_as_not_yet_supported():
+def test_hf_takes_a_commit_or_a_name_unless_a_commit_is_required():
+    source = {"type": "hf", "repo": "o/m", "token_file": "/etc/t", "endpoint": "https://hf-mirror.internal/"}
+    assert mm.check_source(source, "a" * 40, require_commit=True) == source
+    assert mm.check_source(source, "main") == source
     with pytest.raises(ModelError) as error:
-        mm.check_source({"type": "hf", "repo": "o/m", "token_file": "/etc/t"}, "a" * 40)
-    assert "hf is not yet supported" in str(error.value)
+        mm.check_source(source, "main", require_commit=True)
+    assert "40-hex commit" in str(error.value)
 
 
 @pytest.mark.parametrize("files,needle", [

@@ -286,15 +286,15 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
             if problems:
                 refuse_corrupt(ms.revision_dir(models_dir, name, revision), problems)
             return result_of(ms.revision_dir(models_dir, name, revision), record["files"],
-                              verified=verify, hashed_bytes=counter[0], revision=revision,
-                              requested_revision=revision)
+                             verified=verify, hashed_bytes=counter[0], revision=revision,
+                             requested_revision=revision)
     if not hf_python or not os.path.isfile(hf_python):
         if check_mode:  # the role makes the client's venv in the real run: nothing can be asked yet
             return result_of(ms.revision_dir(models_dir, name, revision), None, changed=True,
-                              verified="none", would_fetch_bytes=None, revision=revision,
-                              requested_revision=revision,
-                              msg="check mode: the hf client is not installed yet (%s), so the size of %s is not "
-                                  "known; it would be fetched" % (hf_python, describe(source, revision)))
+                             verified="none", would_fetch_bytes=None, revision=revision,
+                             requested_revision=revision,
+                             msg="check mode: the hf client is not installed yet (%s), so the size of %s is not "
+                             "known; it would be fetched" % (hf_python, describe(source, revision)))
         raise ModelError("the hf client's Python %s does not exist: the sglang_model role makes its venv "
                          "(sglang_model_hf_venv), or point hf_python at a venv holding huggingface_hub" % hf_python)
     token = ms.read_token(source.get("token_file"))
@@ -307,7 +307,7 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
             if problems:
                 refuse_corrupt(final, problems)
             return result_of(final, record["files"], verified=verify, hashed_bytes=counter[0],
-                              revision=commit, requested_revision=revision)
+                             revision=commit, requested_revision=revision)
     if os.path.isdir(final):  # in place without a record (put there by hand, or a run stopped after the rename)
         files, problems = verify_in_place(final, expected, counter)
         if problems:
@@ -315,7 +315,7 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
         if not check_mode:
             ms.write_record(models_dir, name, commit, files, source, "full", final, extra=extra)
         return result_of(final, files, verified="full", hashed_bytes=counter[0], changed=True,
-                          revision=commit, requested_revision=revision)
+                         revision=commit, requested_revision=revision)
     partial = ms.partial_dir(models_dir, name, commit)
     would, needed = _would_fetch(partial, expected)
     problem = mm.space_problem(needed, free(os.path.join(models_dir, name)), margin)
@@ -323,7 +323,7 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
         raise ModelError(problem)
     if check_mode:
         result = result_of(final, None, would_fetch=would, would_fetch_bytes=needed, changed=True,
-                            verified="none", revision=commit, requested_revision=revision)
+                           verified="none", revision=commit, requested_revision=revision)
         result.update(files=len(expected), total_bytes=sum(entry["size"] for entry in expected))
         return result
     os.makedirs(partial, mode=0o755, exist_ok=True)
@@ -349,9 +349,9 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
     finally:
         lock.close()
     return result_of(final, files, would_fetch=would, would_fetch_bytes=needed, changed=True, verified="full",
-                      transferred_bytes=summary["transferred_bytes"], hashed_bytes=summary["hashed_bytes"] + counter[0],
-                      seconds=summary["seconds"], rate_bytes_per_s=summary["rate_bytes_per_s"],
-                      progress_file=progress.path, revision=commit, requested_revision=revision)
+                     transferred_bytes=summary["transferred_bytes"], hashed_bytes=summary["hashed_bytes"] + counter[0],
+                     seconds=summary["seconds"], rate_bytes_per_s=summary["rate_bytes_per_s"],
+                     progress_file=progress.path, revision=commit, requested_revision=revision)
 
 
 def _fetch_verified(hf_python, source, commit, expected, partial, token, timeout, retries, progress):

@@ -349,7 +349,8 @@ def ensure(models_dir, name, revision, source, verify="size", margin=0, check_mo
     if source["type"] == "path":
         return _ensure_path(models_dir, name, revision, source, verify, check_mode)
     if source["type"] == "hf":
-        from ansible.module_utils import model_hub  # pylint: disable=import-outside-toplevel (it imports this module)
+        # Imported here: model_hub imports this module.
+        from ansible.module_utils import model_hub  # pylint: disable=import-outside-toplevel
 
         return model_hub.ensure_hf(models_dir, name, revision, source, verify, margin, check_mode, timeout, retries,
                                    free, hf_python)

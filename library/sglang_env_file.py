@@ -46,8 +46,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 content_changed: {description: Whether the content was (would be) replaced., returned: success, type: bool}
+checksum:
+  description:
+    - SHA-1 of I(content) as the file holds it once written (also in check mode, where nothing is written), as
+      C(ansible.builtin.stat) gives it; sglang_server predicts a dry run's restart from it.
+  returned: success
+  type: str
 attributes_changed: {description: "Whether owner, group or mode were (would be) set.", returned: success, type: bool}
 """
+
+import hashlib
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import env_file
@@ -77,7 +85,8 @@ def main():
     except OSError as exc:
         module.fail_json(msg="sglang_env_file: %s: %s" % (exc.filename or p["dest"], exc.strerror))
     result = dict(changed=change["content"] or change["attributes"], content_changed=change["content"],
-                  attributes_changed=change["attributes"])
+                  attributes_changed=change["attributes"],
+                  checksum=hashlib.sha1(p["content"].encode("utf-8")).hexdigest())
     if module._diff and change["content"]:
         result["diff"] = {"before_header": p["dest"], "after_header": p["dest"],
                           "before": change["before"] or "", "after": p["content"]}

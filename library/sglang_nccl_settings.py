@@ -110,9 +110,21 @@ env_file_changed:
   description:
     - Whether the environment file's content is (would be) written, created or removed. Only that file is part of
       the server's restart fingerprint (the hook sets the same values as defaults, under the unit's environment), so
-      sglang_server predicts a dry run's restart from this, not from C(changed), which a mode fix also sets.
+      sglang_server predicts a dry run's restart from this and C(env_file_checksum), not from C(changed), which a
+      mode fix also sets.
   returned: success
   type: bool
+env_file:
+  description: The environment file (I(env_file)).
+  returned: success
+  type: str
+env_file_checksum:
+  description:
+    - SHA-1 of the environment file's content as this run leaves it (also in check mode, where nothing is
+      written); null when it is (would be) removed or absent. With C(env_file_changed), what sglang_server's dry
+      run predicts its fingerprint from.
+  returned: success
+  type: str
 modes_fixed:
   description: Delivered files whose content was right but whose mode or owner was not (now 0644, root).
   returned: success
@@ -120,6 +132,7 @@ modes_fixed:
   elements: str
 """
 
+import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -157,7 +170,7 @@ def main():
                 for path in paths:
                     os.unlink(path)
             module.exit_json(changed=bool(paths), removed=paths, venv_exists=True,
-                             env_file_changed=p["env_file"] in paths,
+                             env_file_changed=p["env_file"] in paths, env_file=p["env_file"], env_file_checksum=None,
                              **({"diff": diff} if module._diff else {}))
         try:  # the venv's Python's standard library; one that does not start: this interpreter's list
             rc, out, _err = module.run_command([os.path.join(p["venv"], "bin", "python"), "-I", "-S", "-c",
@@ -193,6 +206,11 @@ def main():
     result["changed"] = bool(changes or wrong_modes)
     result["modes_fixed"] = wrong_modes
     result["env_file_changed"] = any(change[0] == result["files"][2] for change in changes)
+    env_content = [change[2] for change in changes if change[0] == result["files"][2]]
+    if not env_content and os.path.isfile(result["files"][2]):
+        env_content = [atomic_files.read_bytes(result["files"][2])]
+    result["env_file"] = result["files"][2]
+    result["env_file_checksum"] = hashlib.sha1(env_content[0]).hexdigest() if env_content else None
     result["venv_exists"] = True
     if module._diff:
         result["diff"] = nccl_tuner.diff_entries(changes) + [

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_server_fingerprint
-short_description: Fingerprint what an SGLang server runs (files, the venv symlink, the GPU driver) in one call
+short_description: Fingerprint what an SGLang server runs (files, the venv symlink, the GPU driver) and decide its restart
 version_added: "0.1.0"
 description:
   - Reads each path without following a final symlink (a file's SHA-1, a symlink's target, "-" for what is absent
@@ -42,10 +42,40 @@ options:
     type: list
     elements: str
     default: []
+  names:
+    description:
+      - A name for each input, in order (every path, then every extra value), as the per-input digests and the
+        restart's reasons name them (C(unit), C(nccl env), C(GPU driver), ...). Default, the paths themselves and
+        C(extra[N]).
+    type: list
+    elements: str
+  pending:
+    description:
+      - What this run writes, before the server would start, to paths it has not written yet (a dry run's earlier
+        roles), by path. C(sha1:<hex>) the new content's SHA-1, C(link:<target>) a symlink, C(like:<path>) what that
+        other path holds now, C(absent) a removal, C(changes) a write whose content is not known before it is made
+        (it then matches no record). The fingerprint, the digests and the decision are those of the files once
+        written. Paths that are not inputs are ignored. A real run, which has written them, passes nothing.
+    type: dict
+    default: {}
+  pending_content:
+    description:
+      - As I(pending), the new text itself, for a secret file in I(keyed_paths) (its part is keyed with the salt).
+        Never logged.
+    type: dict
+    default: {}
+  rewritten:
+    description:
+      - Names of inputs this run rewrites whose rewrite restarts the server even when the content ends up as
+        recorded (the unit: systemd must load it again).
+    type: list
+    elements: str
+    default: []
   recorded:
     description:
-      - The file that holds the fingerprint recorded at the last proven start. Read in the same call (its text,
-        stripped), so the restart decision costs one module run.
+      - The file that holds the fingerprint recorded at the last proven start (line 1) and, when recorded by this
+        version, the per-input digests (line 2). Read in the same call, so the restart decision costs one module
+        run. A record without the digests (an older one) gives C(changed_inputs) null, "unknown which input".
     type: path
   service:
     description:
@@ -65,6 +95,17 @@ EXAMPLES = r"""
     recorded: /var/lib/sglang/deployed-config
     service: sglang.service
   register: fingerprint
+
+- name: Predict in a dry run, naming the inputs (nccl.env would be rewritten to this content)
+  sglang_server_fingerprint:
+    paths: [/etc/systemd/system/sglang.service, /opt/sglang/current, /etc/sglang/nccl.env]
+    names: [unit, venv target, nccl env, GPU driver]
+    extra: ["580.65.06"]
+    pending:
+      /etc/sglang/nccl.env: "sha1:0a4d55a8d778e5022fab701977c5d840bbc486d0"
+    recorded: /var/lib/sglang/deployed-config
+    service: sglang.service
+  register: prediction
 """
 
 RETURN = r"""
@@ -72,10 +113,37 @@ fingerprint:
   description: SHA-256 hex digest.
   returned: success
   type: str
+inputs:
+  description: The digest of each input by its name (a file's C(sha1:), a secret file's C(hmac-sha256:), a symlink's C(link:), C(-)).
+  returned: success
+  type: dict
+record:
+  description: The text to record in I(recorded) after a proven start (the fingerprint, then the inputs' digests).
+  returned: success
+  type: str
 recorded:
-  description: The fingerprint in I(recorded), stripped; null when the file does not exist (never started).
+  description: The fingerprint in I(recorded) (its first line, stripped); null when the file does not exist (never started).
   returned: when I(recorded) is given
   type: str
+recorded_inputs:
+  description: The per-input digests in I(recorded); null when there is no record or it predates them.
+  returned: when I(recorded) is given
+  type: dict
+restart:
+  description: Whether the server must restart to run this fingerprint (it differs from the record, there is none,
+    an input in I(rewritten) is rewritten, or the unit is not active).
+  returned: when I(recorded) is given
+  type: bool
+changed_inputs:
+  description: The names of the inputs that differ from the record; null when unknown (no record, or a record without per-input digests).
+  returned: when I(recorded) is given
+  type: list
+  elements: str
+reasons:
+  description: Why the server restarts, in words (C(changed: nccl env), C(unit rewritten), C(not active (failed)), ...); empty when it does not.
+  returned: when I(recorded) is given
+  type: list
+  elements: str
 salt_created:
   description: Whether this run made the salt file (would have, in check mode).
   returned: success
@@ -109,6 +177,10 @@ def main():
                            keyed_paths=dict(type="list", elements="path", default=[], no_log=False),  # paths, not secrets
                            salt_file=dict(type="path"),
                            extra=dict(type="list", elements="str", default=[]),
+                           names=dict(type="list", elements="str"),
+                           pending=dict(type="dict", default={}),
+                           pending_content=dict(type="dict", default={}, no_log=True),
+                           rewritten=dict(type="list", elements="str", default=[]),
                            recorded=dict(type="path"), service=dict(type="str")),
         supports_check_mode=True,
     )
@@ -128,12 +200,31 @@ def main():
     if not_text:
         module.fail_json(msg="sglang_server_fingerprint: %s" % "; ".join(not_text),
                          invocation={"module_args": param_checks.printable(module.params)})
+    paths, extra = module.params["paths"], module.params["extra"]
+    names = module.params["names"] or server_fingerprint.default_names(paths, extra)
+    wrong = server_fingerprint.name_problems(names, paths, extra)
+    wrong += server_fingerprint.pending_problems(paths, module.params["pending"], module.params["pending_content"])
+    wrong += ["pending_content[%s] must be text" % path for path, text in sorted(module.params["pending_content"].items())
+              if not isinstance(text, str)]
+    wrong += ["pending_content is for keyed_paths only: %s" % path for path in sorted(module.params["pending_content"])
+              if path not in keyed]
+    wrong += ["rewritten names no input: %s" % name for name in module.params["rewritten"] if name not in names]
+    if wrong:
+        module.fail_json(msg="sglang_server_fingerprint: %s" % "; ".join(wrong),
+                         invocation={"module_args": param_checks.printable(module.params)})
     try:
         salt, created = salt_for(module, keyed)
-        value = server_fingerprint.fingerprint(module.params["paths"], module.params["extra"], keyed, salt)
-        result = {"fingerprint": value, "salt_created": created}
+        described = server_fingerprint.apply_pending(
+            paths, server_fingerprint.describe_all(paths, keyed, salt), module.params["pending"],
+            module.params["pending_content"], keyed, salt)
+        value = server_fingerprint.fingerprint_of(described, extra)
+        inputs = server_fingerprint.input_digests(names, described, extra)
+        result = {"fingerprint": value, "salt_created": created, "inputs": inputs,
+                  "record": server_fingerprint.render_record(value, inputs)}
         if module.params["recorded"]:
-            result["recorded"] = server_fingerprint.read_recorded(module.params["recorded"])
+            recorded, recorded_inputs = server_fingerprint.parse_record(
+                server_fingerprint.read_record(module.params["recorded"]))
+            result.update(recorded=recorded, recorded_inputs=recorded_inputs)
     except OSError as exc:
         module.fail_json(msg="sglang_server_fingerprint: cannot read %s: %s" % (exc.filename, exc.strerror))
     except server_fingerprint.SaltError as exc:
@@ -148,6 +239,10 @@ def main():
             module.fail_json(msg="sglang_server_fingerprint: systemctl show %s failed (rc %d): %s"
                              % (module.params["service"], rc, err.strip()), **result)
         result["active_state"] = out.strip()
+    if module.params["recorded"]:
+        result.update(server_fingerprint.restart_decision(
+            value, result["recorded"], inputs, result["recorded_inputs"], result.get("active_state", "active"),
+            module.params["rewritten"]))
     module.exit_json(changed=result["salt_created"], **result)
 
 

@@ -146,3 +146,58 @@ def test_keyed_paths_need_a_salt_and_must_be_fingerprinted(tmp_path):
     missing_dir = run_module("sglang_server_fingerprint", {"paths": paths, "keyed_paths": [paths[0]],
                                                             "salt_file": str(tmp_path / "no-such-dir" / "salt")})
     assert missing_dir.get("failed") and "cannot write" in missing_dir["msg"] and "Traceback" not in missing_dir["msg"]
+
+
+def test_each_input_has_its_digest_and_the_restart_names_the_changed_ones(tmp_path):
+    """Issue 39: a restart says which inputs changed, compared input by input with the record."""
+    paths = layout(tmp_path)
+    names = ["unit", "venv target", "patch record", "runtime env", "nccl env", "GPU driver"]
+    recorded = tmp_path / "deployed-config"
+    args = {"paths": paths, "names": names, "extra": ["580.65.06"], "recorded": str(recorded)}
+    first = run_module("sglang_server_fingerprint", args)
+    assert first["restart"] and first["reasons"] == ["no proven start recorded"] and first["changed_inputs"] is None
+    assert first["inputs"]["nccl env"] == "-" and first["inputs"]["venv target"].startswith("link:")
+    assert first["inputs"]["GPU driver"] == "580.65.06"
+    assert first["record"].splitlines()[0] == first["fingerprint"] == fingerprint(paths)
+    recorded.write_text(first["record"])  # as restart.yml records it
+    again = run_module("sglang_server_fingerprint", args)
+    assert (again["restart"], again["reasons"], again["changed_inputs"]) == (False, [], [])
+    assert again["recorded"] == first["fingerprint"] and again["recorded_inputs"] == first["inputs"]
+    (tmp_path / "nccl.env").write_text("NCCL_ALGO=Ring\n")
+    changed = run_module("sglang_server_fingerprint", dict(args, extra=["590.1"]))
+    assert changed["restart"] and changed["changed_inputs"] == ["nccl env", "GPU driver"]
+    assert changed["reasons"] == ["changed: nccl env, GPU driver"]
+    # A dry run passes what the deploy would write back: no restart, as the deploy will find.
+    repaired = run_module("sglang_server_fingerprint", dict(args, pending={paths[4]: "absent"}), check=True)
+    assert (repaired["restart"], repaired["fingerprint"]) == (False, first["fingerprint"])
+
+
+def test_an_old_record_is_read_and_says_unknown_which_input(tmp_path):
+    paths = layout(tmp_path)
+    recorded = tmp_path / "deployed-config"
+    recorded.write_text(fingerprint(paths) + "\n")  # the format before per-input digests
+    args = {"paths": paths, "extra": ["580.65.06"], "recorded": str(recorded)}
+    same = run_module("sglang_server_fingerprint", args)
+    assert (same["restart"], same["recorded_inputs"]) == (False, None)
+    other = run_module("sglang_server_fingerprint", dict(args, extra=["590.1"]))
+    assert other["restart"] and other["changed_inputs"] is None and "unknown which input" in other["reasons"][0]
+
+
+def test_names_pending_and_rewritten_are_checked(tmp_path):
+    paths = layout(tmp_path)
+    for args, words in [({"names": ["unit"]}, "names must name every path"),
+                        ({"pending": {paths[0]: "sha1:zz"}}, "pending[%s]" % paths[0]),
+                        ({"pending_content": {paths[0]: "x"}}, "pending_content is for keyed_paths only"),
+                        ({"rewritten": ["unit"]}, "rewritten names no input: unit")]:
+        result = run_module("sglang_server_fingerprint", dict({"paths": paths}, **args))
+        assert result.get("failed") and words in result["msg"] and "Traceback" not in result["msg"], result
+
+
+def test_pending_content_is_never_shown(tmp_path):
+    paths = layout(tmp_path)
+    options = tmp_path / "api-key.yaml"
+    options.write_text('api-key: "tampered"\n')
+    result = run_module("sglang_server_fingerprint", {
+        "paths": paths + [str(options)], "keyed_paths": [str(options)], "salt_file": str(tmp_path / "salt"),
+        "pending_content": {str(options): 'api-key: "hunter2-secret"\n'}})
+    assert not result.get("failed") and "hunter2-secret" not in str(result)

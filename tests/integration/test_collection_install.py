@@ -162,10 +162,14 @@ def test_a_group_the_inventory_lacks_fails_with_how_to_name_it(installed, tmp_pa
     assert "PLAY [Prepare SM120 hosts" not in result.stdout
 
 
-def test_controller_result_dirs_default_beside_the_inventory(installed, tmp_path):
-    """Reports and baselines land in the fleet's inventory folder, not in the installed collection or a checkout."""
-    fleet = tmp_path / "fleet"
+def test_controller_result_dirs_default_outside_the_inventory(installed, tmp_path):
+    """Reports, baselines and the benchmark client's venv default to the controller user's XDG folders
+    (~/.local/share/gpufleet-sglang, ~/.cache/gpufleet-sglang), never the inventory's folder (the next `-i <folder>`
+    would read them as inventory), the installed collection or a checkout; the roles' entry point makes one with a
+    line saying where, and nothing is written under the inventory folder."""
+    fleet, home = tmp_path / "fleet", tmp_path / "home"
     fleet.mkdir()
+    home.mkdir()
     (fleet / "hosts.yml").write_text("gpu_servers:\n  hosts:\n    gpu-a: {ansible_connection: local}\n",
                                      encoding="utf-8")
     roles = installed["collections"] / "ansible_collections" / "gpufleet" / "sglang" / "roles"
@@ -180,12 +184,37 @@ def test_controller_result_dirs_default_beside_the_inventory(installed, tmp_path
               loop: %s
             - name: Show them
               ansible.builtin.debug:
-                msg: "DIRS {{ sglang_benchmark_results_dir }} {{ gpu_probes_report_dir }}"
-    """ % [str(roles / role / "defaults" / "main.yml") for role in ("sglang_benchmark", "gpu_probes")]),
+                msg: "DIRS {{ sglang_benchmark_results_dir }} {{ gpu_probes_report_dir }} {{ sglang_benchmark_client_venv }}"
+            - name: Make the results folder as sglang_benchmark does
+              ansible.builtin.include_role:
+                name: gpufleet.sglang.sglang_layout
+                tasks_from: controller_dir
+              vars:
+                sglang_layout_controller_path: "{{ sglang_benchmark_results_dir }}"
+                sglang_layout_controller_setting: sglang_benchmark_results_dir
+                sglang_layout_controller_purpose: benchmark results and baselines
+                sglang_layout_controller_create: true
+    """ % [str(roles / role / "defaults" / "main.yml") for role in ("sglang_layout", "sglang_benchmark", "gpu_probes")]),
         encoding="utf-8")
-    result = run(installed, "ansible-playbook", "-i", str(fleet / "hosts.yml"), str(playbook))
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "DIRS %s/reports/benchmark %s/reports/allreduce" % (fleet, fleet) in result.stdout
+
+    def show(**environment):
+        env = {k: v for k, v in installed["env"].items() if not k.startswith("XDG_")}
+        env.update(HOME=str(home), **environment)
+        result = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(fleet), str(playbook)],
+                                cwd=installed["dir"], env=env, capture_output=True, text=True, check=False)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+    out = show()
+    data, cache = home / ".local" / "share" / "gpufleet-sglang", home / ".cache" / "gpufleet-sglang"
+    assert "DIRS %s/benchmark %s/allreduce %s/bench-client" % (data, data, cache) in out
+    assert "benchmark results and baselines: made %s/benchmark on the controller" % data in out
+    assert (data / "benchmark").is_dir()
+    assert sorted(os.listdir(fleet)) == ["hosts.yml"]
+    assert "Unable to parse" not in out
+    # The XDG base directories move them.
+    out = show(XDG_DATA_HOME=str(tmp_path / "data"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    assert "DIRS {0}/data/gpufleet-sglang/benchmark {0}/data/gpufleet-sglang/allreduce {0}/cache/gpufleet-sglang/" \
+        "bench-client".format(tmp_path) in out
 
 
 # --- dependencies: every collection the roles and playbooks name, declared and installed with ours ---------------

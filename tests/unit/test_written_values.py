@@ -22,10 +22,12 @@ import pytest
 
 from ansible.module_utils import unit_values
 from ansible.parsing.dataloader import DataLoader
-from ansible.plugins.loader import filter_loader
+from ansible.plugins.loader import filter_loader, init_plugin_loader
 from ansible.template import Templar, trust_as_template
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# ansible.builtin's lookups (the layout's controller folders read the environment), as ansible-playbook loads them.
+init_plugin_loader()
 filter_loader.add_directory(os.path.join(REPO, "filter_plugins"))
 LOADER = DataLoader()
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ansible shell around module_utils/model_store.py, model_manifest.py and (hf sources) model_hub.py."""
+"""Ansible shell around module_utils/model_store.py, model_manifest.py, model_hub.py (hf) and model_peer.py (peer)."""
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -36,7 +36,15 @@ description:
     LFS sha256 or git blob id; each fetched file is checked against them (sha256 for LFS files, the git blob sha1
     otherwise) and its size, a stopped fetch resumes with HTTP Range after hashing what it kept, and a file that
     fails is removed and named. A 40-hex revision in place with its record asks neither the hub nor the client.
-  - Source type C(peer) (another host's verified copy) is part of the spec and refused as not yet supported.
+  - A C(peer) source is another inventory host I(source.host) holding a verified copy of the same revision under its
+    models directory I(source.path) (this host's I(models_dir) without it). This host pulls it with the real C(rsync)
+    over SSH as I(peer_transport) says (address, port, user, the key, the known_hosts file holding the peer's host
+    keys, checked and never learned); the sglang_model role makes a key for the one transfer and removes it. The peer's
+    record C(<name>/.state/<revision>.json) is copied first and gives the manifest (its digest must be
+    I(source.manifest_sha256) when that is given); the files are copied into C(<name>/.partial-<revision>/) with
+    C(--partial --append-verify) (a stopped copy resumes where it stopped), every file is hashed against the
+    manifest, and a file that differs is removed and named (the peer's copy is corrupt). I(peer_probe) only reports
+    whether the revision is here (C(present)), copying nothing.
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:
@@ -58,12 +66,12 @@ options:
     required: true
     suboptions:
       type:
-        description: The kind of source (C(peer) is refused as not yet supported).
+        description: The kind of source.
         type: str
         required: true
         choices: [path, http, hf, peer]
       path:
-        description: C(path) the folder on the host that holds the model; C(peer) the folder on the peer.
+        description: C(path) the folder on the host that holds the model; C(peer) the peer's models directory.
         type: path
       manifest:
         description: C(path) the manifest file on the host.
@@ -87,6 +95,9 @@ options:
         type: str
       host:
         description: C(peer) the inventory host that holds a verified copy.
+        type: str
+      manifest_sha256:
+        description: C(peer) the manifest digest the peer's record must carry (pinned by the operator); any without it.
         type: str
   verify:
     description: How a revision already in place is checked again, C(size) (a stat per file) or C(full) (sha256).
@@ -112,6 +123,40 @@ options:
     type: path
   hf_require_commit:
     description: C(hf) refuse a revision that is not a 40-hex commit instead of resolving a branch or tag name.
+    type: bool
+    default: false
+  peer_transport:
+    description:
+      - C(peer) how this host reaches the peer with rsync over SSH (the sglang_model role fills it in from the
+        inventory). Without it, a revision not in place is refused unless I(peer_probe) is on.
+    type: dict
+    suboptions:
+      address:
+        description: The peer's address as this host reaches it.
+        type: str
+      port:
+        description: The peer's SSH port.
+        type: int
+        default: 22
+      user:
+        description: The login on the peer.
+        type: str
+      identity_file:
+        description: The private key on this host the peer accepts (without it, ssh's own identities).
+        type: path
+      known_hosts:
+        description: A known_hosts file holding the peer's host keys (required; C(StrictHostKeyChecking=yes)).
+        type: path
+      restricted:
+        description: The peer restricts the key to its models directory (C(rrsync -ro)); paths are sent relative to it.
+        type: bool
+        default: false
+      rsh:
+        description: A command to use instead of ssh (a test's stand-in), as a list of words without spaces.
+        type: list
+        elements: str
+  peer_probe:
+    description: C(peer) only report whether the revision is in place and verified (C(present)); copy nothing.
     type: bool
     default: false
 notes:
@@ -142,6 +187,22 @@ EXAMPLES = r"""
       endpoint: https://hf-mirror.internal
       token_file: /etc/sglang/hf-token
 
+- name: Copy a model from another host's verified copy (the sglang_model role fills in the transport)
+  sglang_model_fetch:
+    name: Kimi-K2.5
+    revision: 2025-11-01
+    models_dir: /var/lib/sglang/models
+    source:
+      type: peer
+      host: gpu01
+      manifest_sha256: 9f2c0d0e6c1f2e3a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a
+    peer_transport:
+      address: 10.0.0.11
+      user: deploy
+      identity_file: /root/.sglang-peer-x1/key
+      known_hosts: /root/.sglang-peer-x1/known_hosts
+      restricted: true
+
 - name: Verify a copy on a shared filesystem, hashing every file
   sglang_model_fetch:
     name: draft
@@ -170,6 +231,8 @@ model: {description: "What the role publishes of this model: name, revision (hf:
 revision: {description: "hf: the commit the revision is placed and recorded under (a branch or tag resolved).", returned: hf sources, type: str}
 requested_revision: {description: "hf: the revision as asked (a commit, branch or tag).", returned: hf sources, type: str}
 progress_file: {description: Where the fetch wrote its progress., returned: when files were fetched, type: str}
+present: {description: "peer: whether the revision is in place and verified after this run (false: probe or check mode).", returned: peer sources, type: bool}
+copied_from: {description: "peer: the host the files were copied from.", returned: when a peer's files were copied, type: str}
 """
 
 import os
@@ -183,7 +246,12 @@ SOURCE_OPTIONS = dict(
     type=dict(type="str", required=True, choices=["path", "http", "hf", "peer"]),
     path=dict(type="path"), manifest=dict(type="path"), url=dict(type="str"), manifest_url=dict(type="str"),
     token_file=dict(type="path", no_log=False), repo=dict(type="str"), endpoint=dict(type="str"),
-    host=dict(type="str"),
+    host=dict(type="str"), manifest_sha256=dict(type="str"),
+)
+TRANSPORT_OPTIONS = dict(
+    address=dict(type="str"), port=dict(type="int", default=22), user=dict(type="str"),
+    identity_file=dict(type="path", no_log=False), known_hosts=dict(type="path"),
+    restricted=dict(type="bool", default=False), rsh=dict(type="list", elements="str"),
 )
 
 
@@ -196,7 +264,9 @@ def main():
             verify=dict(type="str", choices=["size", "full"], default="size"),
             space_margin_mb=dict(type="int", default=1024), timeout=dict(type="int", default=60),
             retries=dict(type="int", default=3), hf_python=dict(type="path"),
-            hf_require_commit=dict(type="bool", default=False)),
+            hf_require_commit=dict(type="bool", default=False),
+            peer_transport=dict(type="dict", options=TRANSPORT_OPTIONS),
+            peer_probe=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
     refused = param_checks.refusal("sglang_model_fetch", module.argument_spec, module.params)
@@ -215,7 +285,8 @@ def main():
                                     verify=params["verify"], margin=params["space_margin_mb"] * 1024 * 1024,
                                     check_mode=module.check_mode, timeout=params["timeout"],
                                     retries=params["retries"], hf_python=params["hf_python"],
-                                    hf_require_commit=params["hf_require_commit"])
+                                    hf_require_commit=params["hf_require_commit"],
+                                    peer_transport=params["peer_transport"], peer_probe=params["peer_probe"])
     except ModelError as exc:
         module.fail_json(msg="%s revision %s: %s" % (params["name"], params["revision"], exc), changed=False)
     except OSError as exc:

@@ -4,8 +4,8 @@
 Pure Python, no I/O beyond reading the files it is asked to check (the sglang_model_fetch module and
 module_utils/model_store.py use it):
 
-* ``check_source``: the operator's source spec for one model, validated; ``peer`` is part of the design (its fields
-  are known and checked) but refused as not yet supported.
+* ``check_source``: the operator's source spec for one model, validated (``peer``: an inventory host holding a
+  verified copy, module_utils/model_peer.py).
 * ``parse_manifest``: a manifest (JSON ``{"files": [{"name", "size", "sha256"}, ...]}``) validated, with file
   names that cannot leave the revision's directory; ``manifest_digest`` is one sha256 over it (name, size, sha256
   of every file, sorted), the value a deployment records and compares.
@@ -21,7 +21,7 @@ import os
 import re
 
 SOURCE_TYPES = ("path", "http", "hf", "peer")
-SUPPORTED_SOURCES = ("path", "http", "hf")
+SUPPORTED_SOURCES = ("path", "http", "hf", "peer")
 VERIFY_MODES = ("size", "full")
 # Names of models and revisions become directory names under the models directory.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -37,10 +37,16 @@ SOURCE_FIELDS = {
     # recorded); endpoint is HF_ENDPOINT (an internal mirror); the token is read from a file on the host, never
     # passed as an argument.
     "hf": {"required": ("repo",), "optional": ("endpoint", "token_file")},
-    # Another inventory host holding a verified copy of the same revision (rsync over SSH).
-    "peer": {"required": ("host",), "optional": ("path",)},
+    # Another inventory host holding a verified copy of the same revision (rsync over SSH): path is its models
+    # directory (this host's without it), manifest_sha256 the digest its record must carry (pinned by the operator).
+    "peer": {"required": ("host",), "optional": ("path", "manifest_sha256")},
 }
-ALL_FIELDS = ("type", "path", "manifest", "url", "manifest_url", "token_file", "repo", "endpoint", "host")
+ALL_FIELDS = ("type", "path", "manifest", "url", "manifest_url", "token_file", "repo", "endpoint", "host",
+              "manifest_sha256")
+# An inventory host name: no whitespace, control characters, quotes or '/'.
+HOST_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,252}$")
+# A peer's models directory goes into a remote path its shell reads: plain characters only.
+PEER_PATH_RE = re.compile(r"^/[A-Za-z0-9._/+@=-]*$")
 HASH_CHUNK = 8 * 1024 * 1024
 
 
@@ -90,6 +96,16 @@ def check_source(source, revision, require_commit=False):
         if require_commit and not COMMIT_RE.match(revision or ""):
             raise ModelError("source type hf needs revision to be a 40-hex commit hash here (hf_require_commit is "
                              "on: a branch or tag moves), got %r" % revision)
+    if kind == "peer":
+        if not HOST_RE.match(given["host"]):
+            raise ModelError("source.host must be an inventory host name, got %r" % given["host"])
+        if "path" in given and (not PEER_PATH_RE.match(given["path"]) or "/../" in given["path"] + "/"):
+            raise ModelError("source.path (the peer's models directory) must be an absolute path of letters, "
+                             "digits and ._/+@=-, got %r" % given["path"])
+        if "manifest_sha256" in given:
+            if not SHA256_RE.match(given["manifest_sha256"]):
+                raise ModelError("source.manifest_sha256 must be 64 lowercase hex digits (the digest the peer's "
+                                 "record must carry), got %r" % given["manifest_sha256"])
     if kind not in SUPPORTED_SOURCES:
         raise ModelError("source type %s is not yet supported (this release fetches from %s)"
                          % (kind, " and ".join(SUPPORTED_SOURCES)))

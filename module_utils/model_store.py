@@ -14,7 +14,8 @@ Layout under the models directory (one folder per model name):
     <name>/current                     NOT written here: the server's restart path switches it (switch_current)
                                        once the server is to run the revision, never under a running server
 
-``ensure`` does one model (sources ``path`` and ``http`` here, ``hf`` in module_utils/model_hub.py);
+``ensure`` does one model (sources ``path`` and ``http`` here, ``hf`` in module_utils/model_hub.py, ``peer`` in
+module_utils/model_peer.py);
 module_utils/model_manifest.py checks the source spec and the manifest. Tokens: a source names a token file on the
 host (``token_file``); its content goes into a request header (http) or the hf client's stdin only, never into a
 result, a message, a record or the progress file.
@@ -332,13 +333,16 @@ def _result(model_path, files, **extra):
 
 
 def ensure(models_dir, name, revision, source, verify="size", margin=0, check_mode=False, timeout=60,
-           retries=3, free=free_bytes, hf_python=None, hf_require_commit=False):
+           retries=3, free=free_bytes, hf_python=None, hf_require_commit=False, peer_transport=None,
+           peer_probe=False):
     """Make <models_dir>/<name>/<revision> a verified copy of the revision (or verify a path source in place).
 
     Returns the module's result (model_path, manifest_sha256, changed, bytes transferred and hashed, would_fetch in
     check mode); raises ModelError with the reason, naming the file that failed. ``free`` gives the free bytes of a
     path (injected by the tests). ``hf_python`` is the interpreter of the venv holding huggingface_hub (hf sources,
-    module_utils/model_hub.py); ``hf_require_commit`` refuses an hf revision that is not a 40-hex commit."""
+    module_utils/model_hub.py); ``hf_require_commit`` refuses an hf revision that is not a 40-hex commit.
+    ``peer_transport`` says how to reach a peer (module_utils/model_peer.py); ``peer_probe`` only reports whether a
+    peer source's revision is here (``present``), copying nothing."""
     mm.check_name("name", name)
     mm.check_name("revision", revision)
     if verify not in mm.VERIFY_MODES:
@@ -354,6 +358,11 @@ def ensure(models_dir, name, revision, source, verify="size", margin=0, check_mo
 
         return model_hub.ensure_hf(models_dir, name, revision, source, verify, margin, check_mode, timeout, retries,
                                    free, hf_python)
+    if source["type"] == "peer":
+        from ansible.module_utils import model_peer  # pylint: disable=import-outside-toplevel
+
+        return model_peer.ensure_peer(models_dir, name, revision, source, verify, margin, check_mode, timeout,
+                                      retries, free, peer_transport, peer_probe)
     return _ensure_http(models_dir, name, revision, source, verify, margin, check_mode, timeout, retries, free)
 
 

@@ -31,7 +31,9 @@ def refused(tmp_path, module_args, *needles):
 @pytest.mark.parametrize("source,extra,needles", [
     ({"type": "hf", "repo": "o/m"}, {"revision": "a" * 40}, ["hf client's Python", "sglang_model_hf_venv"]),
     ({"type": "hf", "repo": "o/m"}, {"revision": "main", "hf_require_commit": True}, ["40-hex commit"]),
-    ({"type": "peer", "host": "gpu2"}, {}, ["peer is not yet supported"]),
+    ({"type": "peer", "host": "gpu2"}, {}, ["needs peer_transport"]),
+    ({"type": "peer", "host": "gpu2"}, {"peer_transport": {"address": "gpu2", "user": "u"}},
+     ["known_hosts is required"]),
     ({"type": "http"}, {}, ["needs url"]),
     ({"type": "http", "url": "http://127.0.0.1:9"}, {"name": "../etc"}, ["name must be"]),
     ({"type": "http", "url": "http://127.0.0.1:9"}, {"space_margin_mb": -1}, ["space_margin_mb must be 0 or more"]),
@@ -77,7 +79,8 @@ def test_full_disk_and_corruption_fail_cleanly(tmp_path):
 def test_documentation_renders_and_matches_the_arguments():
     info = module_doc("sglang_model_fetch")
     assert set(info["doc"]["options"]) == {"name", "revision", "models_dir", "source", "verify", "space_margin_mb",
-                                           "timeout", "retries", "hf_python", "hf_require_commit"}
+                                           "timeout", "retries", "hf_python", "hf_require_commit",
+                                           "peer_transport", "peer_probe"}
     assert set(info["doc"]["options"]["source"]["suboptions"]["type"]["choices"]) == {"path", "http", "hf", "peer"}
     assert "manifest_sha256" in info["return"]
 

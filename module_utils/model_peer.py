@@ -1,0 +1,334 @@
+# -*- coding: utf-8 -*-
+"""The ``peer`` model source: another host of the inventory that holds a verified copy of the same revision, pulled
+with real rsync over SSH by the host that wants it, every file verified before the revision counts as present.
+
+Who initiates: the receiving host pulls (``rsync -e ssh peer:<dir>/<name>/<revision>/ .partial-<revision>/``). The
+sglang_model role gives it a key made for the one transfer on the receiving host (the private key never leaves it
+and is removed afterwards) that the peer accepts only for a read-only rsync of its models directory
+(``rrsync -ro``, ``restrict``) until the transfer ends, and a known_hosts file holding the peer's host keys as the
+controller read them from the peer: host keys are checked (``StrictHostKeyChecking=yes``), never learned. This side
+takes the transport as given (``transport``); a test passes a stand-in for ssh as ``rsh``.
+
+For one revision:
+
+1. In place with its record: checked by size (or in full), the peer is not asked (as http and hf).
+2. The peer's record (``<peer dir>/<name>/.state/<revision>.json``) is copied first: it must hold together (its
+   digest over its files, its revision) and, when the operator pinned ``manifest_sha256``, carry that digest; its
+   files are the manifest the copy is checked against. A peer without a record holds no verified copy: refused.
+3. Free space for what is still to copy plus the margin, before the first byte (figures in the refusal).
+4. rsync copies exactly the manifest's files (``--files-from``) into ``<name>/.partial-<revision>/``, keeping what a
+   stopped run left (``--partial``) and resuming each file where it stopped (``--append-verify``: the rest is
+   appended and the whole file checked by rsync; a mismatch sends it whole). Progress (bytes in the partial folder,
+   rate) goes to the progress file while it runs.
+5. Every file is hashed (sha256) against the manifest. A file that differs is removed; if a stopped run had kept
+   part of it, it is copied once more from the first byte, else the peer's copy is corrupt: refused, naming the
+   file and the peer. Nothing else in the partial folder survives; the folder is renamed into place and recorded.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from ansible.module_utils import model_manifest as mm
+from ansible.module_utils import model_store as ms
+from ansible.module_utils.model_manifest import ModelError
+
+present, refuse_corrupt, result_of, lock_model = (
+    ms._present, ms._refuse_corrupt, ms._result, ms._lock)  # pylint: disable=protected-access
+
+# What may go into an ssh command line rsync splits on spaces, and into a remote path the remote shell reads.
+SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9._/+@:=-]*$")
+USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
+ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]+\]?)$")
+LITERAL_RE = re.compile(r"^Literal data: ([0-9]+)", re.M)
+POLL_S = 0.5
+
+
+def check_transport(transport):
+    """The transport with its defaults, or ModelError naming what is wrong."""
+    if not isinstance(transport, dict):
+        raise ModelError("a peer source needs peer_transport (address, port, user, known_hosts; the sglang_model "
+                         "role gives it), or peer_probe to only ask whether the revision is here")
+    result = {"port": 22, "restricted": False}
+    result.update({key: value for key, value in transport.items() if value not in (None, "", [])})
+    rsh = result.get("rsh")
+    if rsh is not None:
+        if not isinstance(rsh, list) or not rsh or not all(isinstance(a, str) and a and not re.search(r"[\s'\"\\]", a)
+                                                          for a in rsh):
+            raise ModelError("peer_transport.rsh must be a command as a list of words without spaces or quotes")
+        return result
+    address = result.get("address")
+    if not isinstance(address, str) or not ADDRESS_RE.match(address) or address.startswith("-"):
+        raise ModelError("peer_transport.address must be a host name or an IP address, got %r" % (address,))
+    port = result.get("port")
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ModelError("peer_transport.port must be 1-65535, got %r" % (port,))
+    user = result.get("user")
+    if not isinstance(user, str) or not USER_RE.match(user):
+        raise ModelError("peer_transport.user must be a login name on the peer, got %r" % (user,))
+    for key in ("identity_file", "known_hosts"):
+        value = result.get(key)
+        if value is not None and (not isinstance(value, str) or not SAFE_PATH_RE.match(value)):
+            raise ModelError("peer_transport.%s must be an absolute path of letters, digits and ._/+@:=-, got %r"
+                             % (key, value))
+    if not result.get("known_hosts"):
+        raise ModelError("peer_transport.known_hosts is required: the peer's host keys are checked, never learned")
+    if not os.path.isfile(result["known_hosts"]):
+        raise ModelError("peer_transport.known_hosts %s does not exist on this host" % result["known_hosts"])
+    if result.get("identity_file") and not os.path.isfile(result["identity_file"]):
+        raise ModelError("peer_transport.identity_file %s does not exist on this host" % result["identity_file"])
+    return result
+
+
+def ssh_command(transport, timeout):
+    """rsync's -e: ssh with the host key checked against the given file only, no agent, no password prompt."""
+    if transport.get("rsh"):
+        return " ".join(transport["rsh"])
+    words = ["ssh", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+             "-o", "UserKnownHostsFile=" + transport["known_hosts"], "-o", "GlobalKnownHostsFile=/dev/null",
+             "-o", "UpdateHostKeys=no", "-o", "ConnectTimeout=%d" % timeout, "-o", "ServerAliveInterval=15",
+             "-o", "ServerAliveCountMax=%d" % max(2, timeout // 15 + 1), "-o", "ForwardAgent=no",
+             "-o", "ClearAllForwardings=yes", "-p", str(transport["port"]), "-l", transport["user"]]
+    if transport.get("identity_file"):
+        words += ["-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-i", transport["identity_file"]]
+    return " ".join(words)
+
+
+def remote(transport, peer_dir, relative):
+    """The rsync source for a path under the peer's models directory: relative to it when the peer restricts the key
+    to that directory (rrsync), else absolute."""
+    path = relative if transport.get("restricted") else peer_dir.rstrip("/") + "/" + relative
+    address = transport.get("address") or "peer"
+    if ":" in address and not address.startswith("["):
+        address = "[%s]" % address
+    return "%s:%s" % (address, path)
+
+
+def describe(source):
+    return "peer %s (%s)" % (source["host"], source["peer_dir"])
+
+
+def run_rsync(argv, timeout, watch=None):
+    """Run rsync; returns (exit status, stdout, stderr's last lines). watch() is called every POLL_S while it runs."""
+    rsync = shutil.which("rsync")
+    if rsync is None:
+        raise ModelError("rsync is not installed on this host (apt-get install rsync); the peer needs it too")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen([rsync] + argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        except OSError as exc:
+            raise ModelError("cannot start rsync: %s" % (exc.strerror or exc))
+        while True:
+            try:
+                proc.wait(timeout=POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if watch is not None:
+                    watch()
+        out.seek(0)
+        err.seek(0)
+        return (proc.returncode, out.read().decode("utf-8", "replace"),
+                err.read().decode("utf-8", "replace").strip().splitlines()[-5:])
+
+
+def base_args(transport, timeout):
+    return ["--timeout=%d" % max(timeout, 1), "-e", ssh_command(transport, timeout)]
+
+
+def peer_record(source, name, revision, transport, timeout, work):
+    """The peer's record of the revision, checked; ModelError when it has none or it is not the pinned revision."""
+    relative = "%s/%s/%s.json" % (name, ms.STATE_DIR, revision)
+    local = os.path.join(work, "record", name, ms.STATE_DIR, revision + ".json")
+    os.makedirs(os.path.dirname(local))
+    status, _out, tail = run_rsync(base_args(transport, timeout) + [
+        remote(transport, source["peer_dir"], relative), local], timeout)
+    if status != 0 or not os.path.isfile(local):
+        raise ModelError("%s holds no verified copy of %s revision %s that it can send (copying its record %s "
+                         "failed: rsync exit %s: %s)" % (describe(source), name, revision, relative, status,
+                                                         " | ".join(tail) or "no message"))
+    record = ms.read_record(os.path.join(work, "record"), name, revision)
+    if record is None:
+        raise ModelError("%s: its record %s does not hold together (not JSON, a file list that does not match its "
+                         "digest, or another revision); nothing copied" % (describe(source), relative))
+    pinned = source.get("manifest_sha256")
+    if pinned and record["manifest_sha256"] != pinned:
+        raise ModelError("%s holds %s revision %s with manifest digest %s, not the pinned manifest_sha256 %s; "
+                         "nothing copied" % (describe(source), name, revision, record["manifest_sha256"], pinned))
+    expected = source["peer_dir"].rstrip("/") + "/" + name + "/" + revision
+    if record.get("path") not in (None, expected):
+        raise ModelError("%s: its copy is at %s (a path source there), not under its models directory %s; only a "
+                         "copy the peer fetched can be sent" % (describe(source), record.get("path"), expected))
+    return record
+
+
+def _kept(partial, files):
+    would, needed = [], 0
+    for entry in files:
+        path = ms.file_path(partial, entry)
+        kept = os.path.getsize(path) if os.path.isfile(path) and not os.path.islink(path) else 0
+        if kept != entry["size"]:
+            would.append({"name": entry["name"], "size": entry["size"], "kept": min(kept, entry["size"])})
+            needed += entry["size"] - min(kept, entry["size"])
+    return would, needed
+
+
+def _bytes_under(folder):
+    total = 0
+    for directory, _dirs, names in os.walk(folder):
+        for item in names:
+            try:
+                total += os.lstat(os.path.join(directory, item)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _copy(source, name, revision, files, partial, transport, timeout, progress, work):
+    """One rsync of the files into the partial folder; ModelError when it stops (what arrived is kept)."""
+    listing = os.path.join(work, "files")
+    with open(listing, "w", encoding="utf-8") as handle:
+        handle.write("".join(entry["name"] + "\n" for entry in files))
+    for entry in files:  # a kept file longer than the manifest's cannot be resumed
+        path = ms.file_path(partial, entry)
+        if os.path.isfile(path) and os.path.getsize(path) > entry["size"]:
+            os.unlink(path)
+    start = _bytes_under(partial)
+
+    def watch():
+        now = _bytes_under(partial)
+        progress.transferred = max(0, now - start)
+        progress.done = now
+        progress.tick()
+
+    status, out, tail = run_rsync(base_args(transport, timeout) + [
+        "--files-from=" + listing, "--times", "--partial", "--append-verify", "--stats", "--no-human-readable",
+        remote(transport, source["peer_dir"], "%s/%s/" % (name, revision)), partial + "/"], timeout, watch)
+    watch()
+    literal = LITERAL_RE.search(out)
+    if status != 0:
+        raise ModelError("copying %s revision %s from %s stopped (rsync exit %d: %s); what arrived is kept in %s "
+                         "and the next run resumes it" % (name, revision, describe(source), status,
+                                                          " | ".join(tail) or "no message", partial))
+    return int(literal.group(1)) if literal else progress.transferred
+
+
+def _tidy(partial, files):
+    """Remove from the partial folder everything that is not one of the manifest's files (rsync's temporary files
+    of a killed run), so the folder renamed into place holds exactly the revision."""
+    wanted = {ms.file_path(partial, entry) for entry in files}
+    for directory, dirs, names in os.walk(partial, topdown=False):
+        for item in names:
+            path = os.path.join(directory, item)
+            if path not in wanted:
+                os.unlink(path)
+        for item in dirs:
+            path = os.path.join(directory, item)
+            if os.path.islink(path):
+                os.unlink(path)
+            elif not os.listdir(path):
+                os.rmdir(path)
+
+
+def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, check_mode=False, timeout=60,
+                retries=3, free=ms.free_bytes, transport=None, probe=False):
+    """model_store.ensure for a peer source (already checked by model_manifest.check_source)."""
+    source = dict(source, peer_dir=source.get("path") or models_dir)
+    final, counter = ms.revision_dir(models_dir, name, revision), [0]
+    record, problems = present(models_dir, name, revision, verify, counter)
+    if record is not None:
+        pinned = source.get("manifest_sha256")
+        if pinned and record["manifest_sha256"] != pinned:
+            raise ModelError("%s is recorded with manifest digest %s, not the pinned manifest_sha256 %s; it is not "
+                             "used (remove it to copy the pinned revision)" % (final, record["manifest_sha256"],
+                                                                                pinned))
+        if problems:
+            refuse_corrupt(final, problems)
+        return result_of(final, record["files"], verified=verify, hashed_bytes=counter[0], present=True)
+    if probe:
+        return result_of(final, None, verified="none", present=False, would_fetch_bytes=None)
+    transport = check_transport(transport)
+    work = tempfile.mkdtemp(prefix="sglang-peer-")
+    try:
+        peer = peer_record(source, name, revision, transport, timeout, work)
+        files = peer["files"]
+        extra = {"copied_from": source["host"], "peer_verified_at": peer.get("verified_at")}
+        if os.path.isdir(final):  # in place without a record (a run stopped after the rename, or by hand)
+            problems = mm.verify_dir(final, files, "full", counter)
+            if problems:
+                refuse_corrupt(final, problems)
+            if not check_mode:
+                ms.write_record(models_dir, name, revision, files, source, "full", final, extra=extra)
+            return result_of(final, files, verified="full", hashed_bytes=counter[0], changed=True, present=True)
+        partial = ms.partial_dir(models_dir, name, revision)
+        would, needed = _kept(partial, files)
+        problem = mm.space_problem(needed, free(os.path.join(models_dir, name)), margin)
+        if problem:
+            raise ModelError(problem)
+        if check_mode:
+            return result_of(final, files, would_fetch=would, would_fetch_bytes=needed, changed=True,
+                             verified="none", present=False)
+        os.makedirs(partial, mode=0o755, exist_ok=True)
+        lock = lock_model(models_dir, name)
+        try:
+            progress = ms.Progress(ms.progress_path(models_dir, name, revision), mm.total_bytes(files))
+            try:
+                copied = _copy_verified(source, name, revision, files, partial, transport, timeout, retries,
+                                        progress, counter, work)
+            finally:
+                progress.tick(force=True, state="fetching" if progress.done < progress.total else "verified")
+            _tidy(partial, files)
+            for directory, dirs, names in os.walk(partial):
+                for item in dirs:
+                    os.chmod(os.path.join(directory, item), 0o755)
+                for item in names:
+                    os.chmod(os.path.join(directory, item), 0o644)
+            os.chmod(partial, 0o755)
+            os.rename(partial, final)
+            ms.write_record(models_dir, name, revision, files, source, "full", final, extra=extra)
+            summary = progress.summary("verified")
+        finally:
+            lock.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return result_of(final, files, would_fetch=would, would_fetch_bytes=needed, changed=True, verified="full",
+                     transferred_bytes=copied, hashed_bytes=counter[0], seconds=summary["seconds"],
+                     rate_bytes_per_s=summary["rate_bytes_per_s"], progress_file=progress.path, present=True,
+                     copied_from=source["host"])
+
+
+def _copy_verified(source, name, revision, files, partial, transport, timeout, retries, progress, counter, work):
+    """rsync until every file arrived (resuming up to retries times), then every file hashed; a file that differs
+    is removed and, when a stopped run had kept part of it, copied once more; else refused by name."""
+    todo, again, copied = list(files), True, 0
+    while todo:
+        kept_before = {entry["name"]: os.path.isfile(ms.file_path(partial, entry)) for entry in todo}
+        attempt = 0
+        while True:
+            try:
+                copied += _copy(source, name, revision, todo, partial, transport, timeout, progress, work)
+                break
+            except ModelError:
+                attempt += 1
+                if attempt > retries:
+                    raise
+        bad, retry = [], []
+        for entry in todo:
+            problem = mm.file_problem(ms.file_path(partial, entry), entry, "full", counter)
+            if problem is None:
+                continue
+            path = ms.file_path(partial, entry)
+            if os.path.lexists(path):
+                os.unlink(path)
+            if kept_before[entry["name"]] and again:
+                retry.append(entry)
+            else:
+                bad.append(problem)
+        if bad:
+            raise ModelError("%s from %s, against the peer's own record: the peer's copy is corrupt (check it there "
+                             "with sglang_model_verify: full); the file was removed and the revision is not used"
+                             % ("; ".join(bad), describe(source)))
+        todo, again = retry, False
+    return copied

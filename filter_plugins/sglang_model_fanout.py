@@ -73,8 +73,49 @@ def sglang_model_fanout(wanting, holders, fanout=1, unusable=None):
     return rounds
 
 
+MAX_FAILURES = 2
+
+
+def sglang_model_fanout_round(states, fanout=1):
+    """The next round of every model's fan-out, from what each host of the play reports now.
+
+    STATES: {host: {"wants": {key: origin}, "has": [key], "failures": {key: count}, "bad_seeds": {key: [seed]}}},
+    the play's hosts in inventory order; a key is "<name>@<revision>", origin the source's host. A host that holds a
+    key seeds it; an origin outside the play is taken to hold it (the copy refuses it otherwise). Seeds any host found
+    bad for a key never seed it again; a host that failed MAX_FAILURES times for a key is no longer served.
+    Returns {"assign": {host: [{"key", "seed"}]}, "stuck": {host: [why]}}: stuck hosts want a key no usable host
+    holds."""
+    if not isinstance(states, dict):
+        raise AnsibleFilterError("sglang_model_fanout_round: states must be a mapping of host to state")
+    keys = []
+    for state in states.values():
+        for key in (state.get("wants") or {}):
+            if key not in keys:
+                keys.append(key)
+    assign, stuck = {}, {}
+    for key in keys:
+        wanting = [host for host, state in states.items() if key in (state.get("wants") or {})
+                   and key not in (state.get("has") or [])
+                   and int((state.get("failures") or {}).get(key, 0)) < MAX_FAILURES]
+        holders = [host for host, state in states.items() if key in (state.get("has") or [])]
+        for state in states.values():
+            origin = (state.get("wants") or {}).get(key)
+            if origin and origin not in states and origin not in holders:
+                holders.append(origin)
+        unusable = sorted({seed for state in states.values() for seed in (state.get("bad_seeds") or {}).get(key, [])})
+        try:
+            rounds = sglang_model_fanout(wanting, holders, fanout, unusable)
+        except AnsibleFilterError as exc:
+            for host in wanting:
+                stuck.setdefault(host, []).append("%s: %s" % (key, exc))
+            continue
+        for receiver, seed in (rounds[0] if rounds else {}).items():
+            assign.setdefault(receiver, []).append({"key": key, "seed": seed})
+    return {"assign": assign, "stuck": stuck}
+
+
 class FilterModule(object):
     """The order of a model's fan-out between hosts."""
 
     def filters(self):
-        return {"sglang_model_fanout": sglang_model_fanout}
+        return {"sglang_model_fanout": sglang_model_fanout, "sglang_model_fanout_round": sglang_model_fanout_round}

@@ -120,3 +120,38 @@ def test_bad_input_is_named(args, needle):
     with pytest.raises(AnsibleFilterError) as error:
         fanout(*args)
     assert needle in str(error.value)
+
+
+fanout_round = load_file("filter_plugins/sglang_model_fanout.py", "sglang_model_fanout").sglang_model_fanout_round
+
+
+def test_the_roles_rounds_from_host_states_serve_everyone_and_avoid_a_bad_seed():
+    fleet = hosts(9)
+    states = {host: {"wants": {"m@r1": fleet[0], "d@v1": "outside"}, "has": [], "failures": {}, "bad_seeds": {}}
+              for host in fleet}
+    states[fleet[0]]["has"] = ["m@r1"]
+    first = fanout_round(states, 1)
+    assert first["stuck"] == {}
+    assert first["assign"] == {fleet[1]: [{"key": "m@r1", "seed": fleet[0]}],
+                               fleet[0]: [{"key": "d@v1", "seed": "outside"}]}
+    rounds = 0
+    while True:
+        plan = fanout_round(states, 1)["assign"]
+        if not plan:
+            break
+        rounds += 1
+        for receiver, jobs in plan.items():
+            for job in jobs:
+                if job["seed"] == fleet[0] and job["key"] == "m@r1" and rounds == 2:
+                    states[receiver]["failures"][job["key"]] = 1   # fleet[0]'s copy turned out corrupt
+                    states[receiver]["bad_seeds"].setdefault(job["key"], []).append(fleet[0])
+                else:
+                    states[receiver]["has"].append(job["key"])
+    assert all(set(state["has"]) == {"m@r1", "d@v1"} for state in states.values()) and rounds <= 6
+
+
+def test_a_host_failing_twice_is_no_longer_served_and_no_holder_is_stuck():
+    states = {"g1": {"has": ["m@r1"]}, "g2": {"wants": {"m@r1": "g1"}, "failures": {"m@r1": 2}},
+              "g3": {"wants": {"x@1": "g4"}}, "g4": {"wants": {"x@1": "g4"}}}
+    result = fanout_round(states, 1)
+    assert "g2" not in result["assign"] and "no host holds a usable verified copy" in result["stuck"]["g3"][0]

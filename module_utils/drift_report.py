@@ -42,7 +42,8 @@ Categories are explicit, never read from task names (a renamed task reports the 
 
 * a probe finding carries its own ``category`` (one of CATEGORIES; anything else counts as ``other``);
 * a change is categorised by the files its result names (PATH_TABLE, when every file maps to one category:
-  ``*.env`` environment, ``*.service`` unit, the NCCL start-up hook nccl, a lock copy packages), else by a lock
+  ``nccl.env`` and the NCCL start-up hook nccl, other ``*.env`` environment, ``*.service`` unit, a lock copy
+  packages), else by a lock
   smoke report in its output (packages), else by the task file that produced it: PRODUCERS maps
   ``roles/<role>/tasks/<file>`` (read from the task's ``path`` in the callback output) to a category.
 Drift probes (the convention roles/sglang_drift follows)
@@ -126,7 +127,10 @@ PRODUCERS = {
     ("sglang_server", "unit.yml"): "unit",
     ("sglang_server", "*"): "service",
 }
+# The first rule a path matches decides its category: nccl_tuning's environment file is NCCL drift like its hook
+# (docs/drift.md), before every other *.env file.
 PATH_TABLE = (
+    (r"(?:^|/)nccl\.env$", "nccl"),
     (r"\.env$", "environment"),
     (r"\.service$", "unit"),
     (r"sglang_nccl_env\.(py|pth)$", "nccl"),

@@ -222,9 +222,12 @@ def test_category_of_the_task_file_that_produced_a_change(path, category):
 
 
 def test_paths_refine_the_category():
-    assert dr.category_for_paths(["/etc/sglang/nccl.env"]) == "environment"
+    # nccl_tuning's environment file is NCCL drift, as its hook is (docs/drift.md), whichever of them changed.
+    assert dr.category_for_paths(["/etc/sglang/nccl.env"]) == "nccl"
     assert dr.category_for_paths([SITE + "/sglang_nccl_env.py", SITE + "/sglang_nccl_env.pth"]) == "nccl"
-    assert dr.category_for_paths(["/etc/sglang/nccl.env", SITE + "/sglang_nccl_env.py"]) is None
+    assert dr.category_for_paths(["/etc/sglang/nccl.env", SITE + "/sglang_nccl_env.py"]) == "nccl"
+    assert dr.category_for_paths(["/etc/sglang/runtime.env", "/etc/sglang/allreduce.env"]) == "environment"
+    assert dr.category_for_paths(["/etc/sglang/not-nccl.env"]) == "environment"
     assert dr.category_for_paths(["/etc/systemd/system/sglang.service"]) == "unit"
     assert dr.category_for_paths([SITE + "/sglang/srt/layers/communicator.py"]) is None
     assert dr.category_for_paths([]) is None
@@ -299,13 +302,14 @@ def test_nccl_hook_edited():
     assert '+os.environ.setdefault("NCCL_P2P_LEVEL", "PHB")' in item["diff"]
 
 
-def test_nccl_env_file_edited_is_environment():
+def test_nccl_env_file_edited_is_nccl():
+    """The issue-39 case: an edit of nccl.env alone was filed under environment while docs/drift.md says nccl."""
     result = ok(action="sglang_nccl_settings", changed=True,
                 diff=[{"before_header": "/etc/sglang/nccl.env", "after_header": "/etc/sglang/nccl.env",
                        "before": "NCCL_P2P_LEVEL=SYS\n", "after": "NCCL_P2P_LEVEL=PHB\n"}])
     item = only_item(host_report([("nccl_tuning : Validate and deliver the NCCL settings (present)", result)],
                                  changed=1))
-    assert item["category"] == "environment"
+    assert item["category"] == "nccl"
 
 
 def test_runtime_env_edited():

@@ -54,6 +54,7 @@ FIXTURES = {
         "sglang_server_args": ["--model-path", "/srv/models/m", "--port", "30000"], "__sglang_server_fused": True,
         "sglang_server_draft_model_path": "/srv/models/d", "sglang_server_tp_size": 2,
         "__sglang_server_key": {"content": "c2stWnE4MXhLZGZlMA=="}, "__sglang_server_fingerprint": "ab" * 32,
+        "__sglang_server_fingerprint_inputs": '{"inputs": {"GPU driver": "580.159.04"}}',
         "nvidia_gpu": {"driver_version": "580.159.04"}, "__sglang_server_restart_at": "2026-12-01T00:00:00+00:00",
         "__sglang_server_ready": {"stdout": '{"waited_s": 12.5, "main_pid": 4242}'},
     },

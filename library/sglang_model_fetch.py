@@ -145,8 +145,13 @@ options:
         description: The private key on this host the peer accepts (without it, ssh's own identities).
         type: path
       known_hosts:
-        description: A known_hosts file holding the peer's host keys (required; C(StrictHostKeyChecking=yes)).
+        description: A known_hosts file holding the peer's host keys (this or I(host_keys); C(StrictHostKeyChecking=yes)).
         type: path
+      host_keys:
+        description: The peer's host public keys (C(TYPE BASE64) each), checked and written into a known_hosts file of
+          the transfer's own.
+        type: list
+        elements: str
       restricted:
         description: The peer restricts the key to its models directory (C(rrsync -ro)); paths are sent relative to it.
         type: bool
@@ -252,6 +257,7 @@ TRANSPORT_OPTIONS = dict(
     address=dict(type="str"), port=dict(type="int", default=22), user=dict(type="str"),
     identity_file=dict(type="path", no_log=False), known_hosts=dict(type="path"),
     restricted=dict(type="bool", default=False), rsh=dict(type="list", elements="str"),
+    host_keys=dict(type="list", elements="str", no_log=False),
 )
 
 

@@ -47,8 +47,12 @@ LITERAL_RE = re.compile(r"^Literal data: ([0-9]+)", re.M)
 POLL_S = 0.5
 
 
-def check_transport(transport):
-    """The transport with its defaults, or ModelError naming what is wrong."""
+HOST_KEY_RE = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*$")
+
+
+def check_transport(transport, work=None):
+    """The transport with its defaults, or ModelError naming what is wrong. host_keys (the peer's host public keys,
+    "type base64" each) are checked and written into a known_hosts file in work."""
     if not isinstance(transport, dict):
         raise ModelError("a peer source needs peer_transport (address, port, user, known_hosts; the sglang_model "
                          "role gives it), or peer_probe to only ask whether the revision is here")
@@ -74,8 +78,18 @@ def check_transport(transport):
         if value is not None and (not isinstance(value, str) or not SAFE_PATH_RE.match(value)):
             raise ModelError("peer_transport.%s must be an absolute path of letters, digits and ._/+@:=-, got %r"
                              % (key, value))
+    if result.get("host_keys") is not None:
+        keys = result.pop("host_keys")
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and HOST_KEY_RE.match(k.strip())
+                                                             for k in keys):
+            raise ModelError("peer_transport.host_keys must list the peer's host public keys, 'TYPE BASE64' each")
+        name = address if port == 22 else "[%s]:%d" % (address.strip("[]"), port)
+        result["known_hosts"] = os.path.join(work, "known_hosts")
+        with open(result["known_hosts"], "w", encoding="utf-8") as handle:
+            handle.write("".join("%s %s\n" % (name, key.strip()) for key in keys))
     if not result.get("known_hosts"):
-        raise ModelError("peer_transport.known_hosts is required: the peer's host keys are checked, never learned")
+        raise ModelError("peer_transport.known_hosts (or host_keys) is required: the peer's host keys are checked, "
+                         "never learned")
     if not os.path.isfile(result["known_hosts"]):
         raise ModelError("peer_transport.known_hosts %s does not exist on this host" % result["known_hosts"])
     if result.get("identity_file") and not os.path.isfile(result["identity_file"]):
@@ -247,11 +261,12 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
         if problems:
             refuse_corrupt(final, problems)
         return result_of(final, record["files"], verified=verify, hashed_bytes=counter[0], present=True)
-    if probe:
-        return result_of(final, None, verified="none", present=False, would_fetch_bytes=None)
-    transport = check_transport(transport)
+    if probe:  # check mode: a real run would copy it (its size is the peer's to tell)
+        return result_of(final, None, verified="none", present=False, would_fetch_bytes=None,
+                         changed=bool(check_mode))
     work = tempfile.mkdtemp(prefix="sglang-peer-")
     try:
+        transport = check_transport(transport, work)
         peer = peer_record(source, name, revision, transport, timeout, work)
         files = peer["files"]
         extra = {"copied_from": source["host"], "peer_verified_at": peer.get("verified_at")}

@@ -33,7 +33,7 @@ def refused(tmp_path, module_args, *needles):
     ({"type": "hf", "repo": "o/m"}, {"revision": "main", "hf_require_commit": True}, ["40-hex commit"]),
     ({"type": "peer", "host": "gpu2"}, {}, ["needs peer_transport"]),
     ({"type": "peer", "host": "gpu2"}, {"peer_transport": {"address": "gpu2", "user": "u"}},
-     ["known_hosts is required"]),
+     ["known_hosts (or host_keys) is required"]),
     ({"type": "http"}, {}, ["needs url"]),
     ({"type": "http", "url": "http://127.0.0.1:9"}, {"name": "../etc"}, ["name must be"]),
     ({"type": "http", "url": "http://127.0.0.1:9"}, {"space_margin_mb": -1}, ["space_margin_mb must be 0 or more"]),

@@ -209,11 +209,15 @@ def test_real_ssh_command_checks_the_host_key_against_the_given_file_only(tmp_pa
     assert mp.remote(dict(checked, restricted=True), "/srv/models", "m/r1/") == "10.0.0.1:m/r1/"
     assert mp.remote(checked, "/srv/models", "m/r1/") == "10.0.0.1:/srv/models/m/r1/"
     assert mp.remote(dict(checked, address="fd00::1"), "/m", "x") == "[fd00::1]:/m/x"
+    written = mp.check_transport({"address": "10.0.0.1", "port": 2222, "user": "deploy",
+                                  "host_keys": ["ssh-ed25519 AAAAC3Nz"]}, str(tmp_path))
+    assert open(written["known_hosts"]).read() == "[10.0.0.1]:2222 ssh-ed25519 AAAAC3Nz\n"
 
 
 @pytest.mark.parametrize("given,needle", [
     (None, "needs peer_transport"),
-    ({"address": "h", "user": "u"}, "known_hosts is required"),
+    ({"address": "h", "user": "u"}, "known_hosts (or host_keys) is required"),
+    ({"address": "h", "user": "u", "host_keys": ["ssh-ed25519 AAAA x\nevil"]}, "host_keys must list"),
     ({"address": "-oProxyCommand=x", "user": "u", "known_hosts": "/etc/hostname"}, "address must be"),
     ({"address": "h", "user": "u;rm", "known_hosts": "/etc/hostname"}, "user must be"),
     ({"address": "h", "user": "u", "port": 0, "known_hosts": "/etc/hostname"}, "port must be"),

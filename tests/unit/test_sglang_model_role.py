@@ -24,7 +24,7 @@ def test_role_refuses_then_fetches_then_changes_nothing(tmp_path):
     with Mirror(tmp_path / "served", manifest) as mirror:
         good = {"name": "m", "revision": "r1", "source": {"type": "http", "url": mirror.url}}
         rc, report = play(tmp_path, [good, {"name": "d", "revision": "v1", "source": {"type": "peer", "host": "g2"}}])
-        assert rc == 2 and "peer is not yet supported" in failure(report)[1]
+        assert rc == 2 and "a host of the inventory (g2 is not)" in failure(report)[1]
         assert not (tmp_path / "models").exists() and mirror.log == []
         rc, report = play(tmp_path, [good], check=True)
         assert rc == 0 and not (tmp_path / "models").exists()

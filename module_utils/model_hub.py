@@ -337,13 +337,7 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
         problems = mm.verify_dir(partial, files, "size")
         if problems:  # a file changed under the fetch: never placed
             raise ModelError("%s changed while it was fetched: %s" % (partial, "; ".join(problems)))
-        for directory, dirs, names in os.walk(partial):
-            for item in dirs:
-                os.chmod(os.path.join(directory, item), 0o755)
-            for item in names:
-                os.chmod(os.path.join(directory, item), 0o644)
-        os.chmod(partial, 0o755)
-        os.rename(partial, final)
+        ms.place(partial, final)
         ms.write_record(models_dir, name, commit, files, source, "full", final, extra=extra)
         summary = progress.summary("verified")
     finally:

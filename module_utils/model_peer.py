@@ -295,13 +295,7 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
             finally:
                 progress.tick(force=True, state="fetching" if progress.done < progress.total else "verified")
             _tidy(partial, files)
-            for directory, dirs, names in os.walk(partial):
-                for item in dirs:
-                    os.chmod(os.path.join(directory, item), 0o755)
-                for item in names:
-                    os.chmod(os.path.join(directory, item), 0o644)
-            os.chmod(partial, 0o755)
-            os.rename(partial, final)
+            ms.place(partial, final)
             ms.write_record(models_dir, name, revision, files, source, "full", final, extra=extra)
             summary = progress.summary("verified")
         finally:

@@ -119,6 +119,20 @@ def free_bytes(path):
     return shutil.disk_usage(path).free
 
 
+def place(partial, final):
+    """Rename a verified PARTIAL directory into place as FINAL, readable by the service user (directories 0755, files
+    0644). A link inside it is refused, never followed: the manifest names regular files only, and chmod through a
+    link planted in a kept partial directory would change a file outside it."""
+    for directory, dirs, names in os.walk(partial):
+        for item, mode in [(d, 0o755) for d in dirs] + [(n, 0o644) for n in names]:
+            path = os.path.join(directory, item)
+            if os.path.islink(path):
+                raise ModelError("%s is a symbolic link: a revision holds regular files only; nothing placed" % path)
+            os.chmod(path, mode)
+    os.chmod(partial, 0o755)
+    os.rename(partial, final)
+
+
 def switch_current(models_dir, name, revision):
     """Point <models>/<name>/current at <revision> atomically; returns the previous target (None without one).
 
@@ -442,13 +456,7 @@ def _ensure_http(models_dir, name, revision, source, verify, margin, check_mode,
                 fetch_file(source["url"], entry, file_path(partial, entry), token, timeout, progress, retries)
         finally:
             progress.tick(force=True, state="fetching" if progress.done < progress.total else "verified")
-        for directory, dirs, names in os.walk(partial):
-            for item in dirs:
-                os.chmod(os.path.join(directory, item), 0o755)
-            for item in names:
-                os.chmod(os.path.join(directory, item), 0o644)
-        os.chmod(partial, 0o755)
-        os.rename(partial, final)
+        place(partial, final)
         write_record(models_dir, name, revision, files, source, "full", final)
         summary = progress.summary("verified")
     finally:

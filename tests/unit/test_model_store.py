@@ -209,7 +209,7 @@ def test_path_source_verifies_in_place_and_records(tmp_path):
     ({"type": "hf", "repo": "o"}, "owner/name"),
     ({"type": "hf", "repo": "o/m", "endpoint": "ftp://mirror"}, "source.endpoint must be"),
     ({"type": "hf", "repo": "o/m", "url": "http://x"}, "does not take url"),
-    ({"type": "peer", "host": "gpu2"}, "not yet supported"),
+    ({"type": "peer", "host": "gpu 2"}, "source.host must be an inventory host name"),
     ({"type": "ftp"}, "source.type must be one of"),
     ({"type": "http"}, "needs url"),
     ({"type": "http", "url": "file:///etc"}, "http:// or https://"),
@@ -266,3 +266,29 @@ def test_switch_current_is_atomic_and_refuses_an_unverified_revision(tmp_path, m
 def test_manifest_digest_ignores_order():
     files = [{"name": "b", "size": 1, "sha256": "1" * 64}, {"name": "a", "size": 2, "sha256": "2" * 64}]
     assert mm.manifest_digest(files) == mm.manifest_digest(list(reversed(files)))
+
+
+def test_a_link_in_a_kept_partial_directory_is_refused_and_its_target_left_alone(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"x")
+    outside.chmod(0o600)
+    partial = tmp_path / "models" / "m" / ".partial-r1"
+    (partial / "tokenizer").mkdir(parents=True)
+    (partial / "config.json").write_bytes(b"{}")
+    (partial / "tokenizer" / "vocab.json").symlink_to(outside)
+    with pytest.raises(ModelError, match="vocab.json is a symbolic link"):
+        ms.place(str(partial), str(tmp_path / "models" / "m" / "r1"))
+    assert oct(outside.stat().st_mode & 0o777) == oct(0o600)
+    assert not (tmp_path / "models" / "m" / "r1").exists()
+
+
+def test_place_makes_the_revision_readable_and_renames_it(tmp_path):
+    partial = tmp_path / ".partial-r1"
+    (partial / "sub").mkdir(parents=True)
+    (partial / "sub" / "w.safetensors").write_bytes(b"w")
+    (partial / "sub" / "w.safetensors").chmod(0o600)
+    (partial / "sub").chmod(0o700)
+    ms.place(str(partial), str(tmp_path / "r1"))
+    assert not partial.exists()
+    assert oct((tmp_path / "r1" / "sub").stat().st_mode & 0o777) == oct(0o755)
+    assert oct((tmp_path / "r1" / "sub" / "w.safetensors").stat().st_mode & 0o777) == oct(0o644)

@@ -24,13 +24,18 @@ STAND_IN = """\
 """
 
 
-def test_the_checkout_playbook_runs_the_check_and_reports(tmp_path):
-    unit = tmp_path / "sglang.service"
-    unit.write_text("[Service]\nTimeoutStopSec=1\n", encoding="utf-8")
+def one_local_host(tmp_path, unit):
+    """An inventory of one local host in group gpu_nodes and the stand-in drift playbook, whose file is UNIT."""
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"gpu_nodes": {"hosts": {"gpu1": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "fake_file": str(unit)}}}}),
         encoding="utf-8")
     (tmp_path / "drift.yml").write_text(STAND_IN, encoding="utf-8")
+
+
+def test_the_checkout_playbook_runs_the_check_and_reports(tmp_path):
+    unit = tmp_path / "sglang.service"
+    unit.write_text("[Service]\nTimeoutStopSec=1\n", encoding="utf-8")
+    one_local_host(tmp_path, unit)
     reports = tmp_path / "reports"
     rc, outer = run_playbook("playbooks/drift_check.yml", {
         "sglang_hosts": "gpu_nodes", "drift_check_playbook": str(tmp_path / "drift.yml"),
@@ -46,10 +51,7 @@ def test_the_checkout_playbook_runs_the_check_and_reports(tmp_path):
 def test_drift_check_fail_on_drift_false_reports_and_succeeds(tmp_path):
     unit = tmp_path / "u"
     unit.write_text("old\n", encoding="utf-8")
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"gpu_nodes": {"hosts": {"gpu1": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "fake_file": str(unit)}}}}),
-        encoding="utf-8")
-    (tmp_path / "drift.yml").write_text(STAND_IN, encoding="utf-8")
+    one_local_host(tmp_path, unit)
     rc, outer = run_playbook("playbooks/drift_check.yml", {
         "sglang_hosts": "gpu_nodes", "drift_check_playbook": str(tmp_path / "drift.yml"),
         "drift_check_report_dir": str(tmp_path / "r"), "drift_check_fail_on_drift": False},

@@ -67,7 +67,7 @@ options:
   rewritten:
     description:
       - Names of inputs this run rewrites whose rewrite restarts the server even when the content ends up as
-        recorded (the unit: systemd must load it again).
+        recorded (the unit, which systemd must load again).
     type: list
     elements: str
     default: []
@@ -140,7 +140,9 @@ changed_inputs:
   type: list
   elements: str
 reasons:
-  description: Why the server restarts, in words (C(changed: nccl env), C(unit rewritten), C(not active (failed)), ...); empty when it does not.
+  description: >-
+    Why the server restarts, in words (C(changed: nccl env), C(unit rewritten), C(not active (failed)), ...);
+    empty when it does not.
   returned: when I(recorded) is given
   type: list
   elements: str

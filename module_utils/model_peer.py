@@ -60,8 +60,9 @@ def check_transport(transport, work=None):
     result.update({key: value for key, value in transport.items() if value not in (None, "", [])})
     rsh = result.get("rsh")
     if rsh is not None:
-        if not isinstance(rsh, list) or not rsh or not all(isinstance(a, str) and a and not re.search(r"[\s'\"\\]", a)
-                                                          for a in rsh):
+        words = rsh if isinstance(rsh, list) else []
+        plain = [isinstance(a, str) and a and not re.search(r"[\s'\"\\]", a) for a in words]
+        if not plain or not all(plain):
             raise ModelError("peer_transport.rsh must be a command as a list of words without spaces or quotes")
         return result
     address = result.get("address")
@@ -256,8 +257,8 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
         pinned = source.get("manifest_sha256")
         if pinned and record["manifest_sha256"] != pinned:
             raise ModelError("%s is recorded with manifest digest %s, not the pinned manifest_sha256 %s; it is not "
-                             "used (remove it to copy the pinned revision)" % (final, record["manifest_sha256"],
-                                                                                pinned))
+                             "used (remove it to copy the pinned revision)"
+                             % (final, record["manifest_sha256"], pinned))
         if problems:
             refuse_corrupt(final, problems)
         return result_of(final, record["files"], verified=verify, hashed_bytes=counter[0], present=True)

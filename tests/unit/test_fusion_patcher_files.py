@@ -12,6 +12,7 @@ import pytest
 
 from ansible.module_utils import atomic_files as af
 from ansible.module_utils import fusion_patcher as fp
+from tests.helpers.file_tree import tree as snapshot
 from tests.unit.test_fusion_guards import FUSION_014, V054_INLINE
 
 COMM = "sglang/srt/layers/communicator.py"
@@ -39,22 +40,6 @@ def venv(tmp_path):
 
 def site_of(venv):
     return venv / "lib" / "python3.11" / "site-packages"
-
-
-def snapshot(*roots):
-    """Every path under ROOTS: a link's target, a file's bytes, a directory's None."""
-    found = {}
-    for root in roots:
-        for directory, dirs, files in os.walk(str(root)):
-            for name in dirs + files:
-                path = os.path.join(directory, name)
-                if os.path.islink(path):
-                    found[path] = ("link", os.readlink(path))
-                elif os.path.isfile(path):
-                    found[path] = open(path, "rb").read()
-                else:
-                    found[path] = None
-    return found
 
 
 def sha(data):

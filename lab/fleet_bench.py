@@ -4,6 +4,16 @@
   fleet_bench.py recap LOG COUNT [--no-change]   the PLAY RECAP holds COUNT hosts, none failed or unreachable
                                                  (and with --no-change, none changed); exit 1 with the reason
   fleet_bench.py phases LOG                      seconds per play (JSON), from the profile_tasks timestamps
+  fleet_bench.py runs SSHLOG COUNT [--max KIND]  round trips per host from lab/count-ssh.sh's log: for each kind
+                                                 (module, shell, transfer, control, all) max/mean/min over the
+                                                 COUNT hosts as JSON, or with --max KIND only that maximum; exit 2
+                                                 when the log does not name exactly COUNT hosts
+  fleet_bench.py timed OUT.json [--control-dir DIR] -- COMMAND ...
+                                                 runs COMMAND; writes its wall seconds and the user+sys CPU seconds
+                                                 of it and its children to OUT.json; exits with its status. With
+                                                 --control-dir, the ssh control masters whose sockets are in DIR
+                                                 are stopped and waited for first, so their CPU counts too
+  fleet_bench.py cpu OUT.json COUNT              user+sys seconds per host (from timed's OUT.json)
   fleet_bench.py row KEY=VALUE ...               one row as a JSON line (a VALUE that parses as JSON is taken as
                                                  such: numbers, lists; anything else is a string)
   fleet_bench.py table ROWS.jsonl OUT.json       the table (ratios to the smallest fleet) on stdout, JSON to OUT
@@ -11,17 +21,31 @@
 
 A log is the default callback's output with ansible.posix.profile_tasks enabled (each task header is followed by
 a line such as "Tuesday 01 December 2026  05:40:01 +0000 (0:00:01.234)       0:00:12.345 ****", the last field
-being the time since the playbook started).
+being the time since the playbook started). An ssh log has a line per ssh/sftp/scp run: HOST:PORT, a tab, the
+kind (module: the remote command runs a Python interpreter, i.e. one module run; shell; transfer; control), and
+any further tab-separated fields (count-ssh.sh writes the time).
 """
+import ctypes
+import glob
 import json
+import os
 import re
+import resource
+import subprocess
 import sys
+import time
 
 RECAP = re.compile(r"^(?P<host>\S+)\s+:\s+(?P<counts>(?:\w+=\d+\s*)+)$")
 PLAY = re.compile(r"^PLAY \[(?P<name>.*)\] \*+$")
 STAMP = re.compile(r"\(\d+:\d\d:\d\d\.\d+\)\s+(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d\.\d+) \*+\s*$")
-# The figures every row must have (the issue's schema); everything else is context for judging them.
-FIGURES = ("first_converge_s", "noop_s", "drift_s")
+# The timed figures, each with its ratio to the smallest fleet: the first converge, then the no-op deploy and the
+# drift check on the default path (the fast path) and with -e deploy_fast_path=false (full roles), then the same
+# four under Mitogen's strategy (FLEET_BENCH_MITOGEN=1 only). hosts, noop_s and drift_s are the issue's schema.
+RUNS = ("noop", "noop_full", "drift", "drift_full")
+MITOGEN_RUNS = tuple(name + "_mitogen" for name in RUNS)
+FIGURES = ("first_converge_s",) + tuple(name + "_s" for name in RUNS + MITOGEN_RUNS)
+# What count-ssh.sh tells apart; "all" is their sum (every round trip).
+KINDS = ("module", "shell", "transfer", "control")
 
 
 def recap(text):
@@ -75,41 +99,171 @@ def phases(text):
     return [[name, round(end - start, 1)] for (name, start), end in zip(starts, ends)]
 
 
+def ssh_log(text):
+    """{host: {kind: n}} from count-ssh.sh's log (HOST:PORT<TAB>KIND[<TAB>...] a line)."""
+    counts = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 2 or not fields[0] or fields[1] not in KINDS:
+            raise ValueError("ssh log line %d is not HOST<TAB>KIND (%s): %r" % (number, "/".join(KINDS), line))
+        counts.setdefault(fields[0], dict.fromkeys(KINDS, 0))[fields[1]] += 1
+    return counts
+
+
+def runs(counts, count):
+    """{kind: {max, mean, min}} over the hosts of {host: {kind: n}} ("all": every round trip), with "hosts";
+    ValueError unless it names exactly `count` hosts (a run that reached fewer hosts, or a log shared with
+    another run, would give figures of some other fleet)."""
+    if len(counts) != count:
+        raise ValueError("the ssh log names %d hosts (%s), not %d" % (
+            len(counts), " ".join(sorted(counts)) or "none", count))
+    summary = {"hosts": count}
+    for kind in KINDS + ("all",):
+        values = [sum(per.values()) if kind == "all" else per[kind] for per in counts.values()]
+        summary[kind] = {"max": max(values), "mean": round(sum(values) / count, 2), "min": min(values)}
+    return summary
+
+
+def _subreaper():
+    """Make this process the reaper of its orphaned descendants (Linux), so the CPU of an ssh control master
+    that detached from the run (ControlPersist) is in RUSAGE_CHILDREN once it is waited for."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0   # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _stop_masters(control_dir, deadline_s=15.0):
+    """Stop the ssh control masters listening in control_dir and wait for every orphan re-parented here."""
+    for socket in sorted(glob.glob(os.path.join(control_dir, "*"))):
+        subprocess.call(["ssh", "-o", "ControlPath=%s" % socket, "-O", "exit", "fleet-bench"],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.05)
+
+
+def timed(out, command, control_dir=None):
+    """Run `command`, write {wall_s, user_s, sys_s, cpu_s, rc, subreaper} to `out`, return its exit status.
+    user/sys are RUSAGE_CHILDREN: the command and every descendant that was waited for (Ansible's forks, each
+    ssh client); with control_dir, also the control masters of that directory (see _stop_masters)."""
+    reaping = _subreaper() if control_dir else False
+    start = time.monotonic()
+    try:
+        rc = subprocess.call(command)
+    except OSError as exc:
+        raise ValueError("cannot run %s: %s" % (command[0], exc)) from exc
+    wall = time.monotonic() - start
+    if control_dir:
+        _stop_masters(control_dir)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = {"wall_s": round(wall, 2), "user_s": round(usage.ru_utime, 2), "sys_s": round(usage.ru_stime, 2),
+              "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "rc": rc,
+              "control_masters_counted": reaping}
+    with open(out, "w", encoding="utf-8") as stream:
+        json.dump(result, stream, sort_keys=True)
+        stream.write("\n")
+    return rc
+
+
+def cpu_per_host(result, count):
+    """CPU seconds per host of a timed run (its user+sys divided by the fleet size)."""
+    return round(result["cpu_s"] / count, 3)
+
+
+def ratio_key(key):
+    """noop_s -> noop_ratio"""
+    return key[:-len("_s")] + "_ratio"
+
+
+def _figure(row, key, ratio=None):
+    """A figure with its ratio to the smallest fleet ("17.7 (1.00x)"), or "-" where it was not measured."""
+    value = row.get(key)
+    if value is None:
+        return "-"
+    return "%.1f (%.2fx)" % (value, ratio) if ratio else "%.1f" % value
+
+
+def _pair(row, first, second, form):
+    """Two figures as first/second (the fast path and the full roles), "-" for one not measured."""
+    values = [row.get(first), row.get(second)]
+    if values == [None, None]:
+        return "-"
+    return "/".join("-" if value is None else form % value for value in values)
+
+
+def _columns(rows):
+    """[(header, cell(row, ratio_of))] of the table: the timed figures, then module runs and controller CPU per host
+    as fast/full pairs, then Mitogen's (only when a row has them)."""
+    columns = [("first converge s", lambda row, ratio: _figure(row, "first_converge_s", ratio("first_converge_s")))]
+    for name, header in (("noop", "no-op s"), ("noop_full", "no-op full s"), ("drift", "drift s"),
+                         ("drift_full", "drift full s")):
+        columns.append((header, lambda row, ratio, key=name + "_s": _figure(row, key, ratio(key))))
+    for run, header in (("noop", "no-op"), ("drift", "drift")):
+        columns.append(("module runs/host %s" % header, lambda row, ratio, run=run: _pair(
+            row, run + "_module_runs_per_host", run + "_full_module_runs_per_host", "%d")))
+    for run, header in (("noop", "no-op"), ("drift", "drift")):
+        columns.append(("CPU s/host %s" % header, lambda row, ratio, run=run: _pair(
+            row, run + "_cpu_s_per_host", run + "_full_cpu_s_per_host", "%.2f")))
+    if any(row.get(name + "_s") is not None for row in rows for name in MITOGEN_RUNS):
+        for run, header in (("noop", "no-op"), ("drift", "drift")):
+            columns.append(("Mitogen %s s" % header, lambda row, ratio, run=run: _pair(
+                row, run + "_mitogen_s", run + "_full_mitogen_s", "%.1f")))
+        for run, header in (("noop", "no-op"), ("drift", "drift")):
+            columns.append(("Mitogen CPU s/host %s" % header, lambda row, ratio, run=run: _pair(
+                row, run + "_mitogen_cpu_s_per_host", run + "_full_mitogen_cpu_s_per_host", "%.2f")))
+    return columns
+
+
+LEGEND = ("a/b: fast path / full roles (-e deploy_fast_path=false); module runs/host: the busiest host's, counted; "
+          "CPU s/host: the controller's user+sys seconds of the run divided by the hosts")
+
+
 def table(rows):
-    """The printed table: one line per fleet size, the figures and their ratio to the smallest fleet measured."""
+    """The printed table: one line per fleet size, the figures (with their ratio to the smallest fleet measured),
+    module runs and controller CPU per host, the load before the size."""
     rows = sorted(rows, key=lambda row: row["hosts"])
-    base = rows[0] if rows else None
-    lines = ["%5s  %18s  %14s  %14s  %s" % ("hosts", "first converge s", "no-op s", "drift s", "load (1 min)")]
+    base = rows[0] if rows else {}
+    columns = _columns(rows)
+    cells = [["hosts"] + [header for header, _ in columns] + ["load (1 min)"]]
+
+    def ratio(row):
+        return lambda key: row[key] / base[key] if row.get(key) is not None and base.get(key) else None
     for row in rows:
-        cells = []
-        for key in FIGURES:
-            value, ref = row.get(key), base.get(key)
-            if value is None:
-                cells.append("-")
-            elif ref:
-                cells.append("%.1f (%.2fx)" % (value, value / ref))
-            else:
-                cells.append("%.1f" % value)
-        load = row.get("loadavg_before", ["?"])[0]
-        lines.append("%5d  %18s  %14s  %14s  %s" % (row["hosts"], cells[0], cells[1], cells[2], load))
-    if base:
+        cells.append(["%d" % row["hosts"]] + [cell(row, ratio(row)) for _, cell in columns]
+                     + ["%s" % row.get("loadavg_before", ["?"])[0]])
+    widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
+    lines = ["  ".join(text.rjust(width) if i < len(widths) - 1 else text
+                       for i, (text, width) in enumerate(zip(line, widths))) for line in cells]
+    if rows:
+        lines.append("(%s)" % LEGEND)
         lines.append("(ratios to %d hosts)" % base["hosts"])
     return "\n".join(lines)
 
 
 def markdown(rows):
-    """The table as Markdown: figures with their ratio, each deploy run's restart play, the load before the size."""
-    lines = ["| hosts | first converge s | of which rolling restart s | no-op s | drift s | load (1 min) before |",
-             "|---|---|---|---|---|---|"]
+    """The table as Markdown: figures with their ratio, each deploy run's restart play, module runs and CPU per
+    host, the load before the size."""
+    columns = _columns(rows)
+    headers = ["hosts", "first converge s", "of which rolling restart s"] + [h for h, _ in columns[1:]]
+    lines = ["| %s | load (1 min) before |" % " | ".join(headers), "|%s" % ("---|" * (len(headers) + 1))]
     for row in rows:
-        cells = []
-        for key in FIGURES:
-            value, ratio = row.get(key), row.get(key.replace("_s", "_ratio"))
-            cells.append("-" if value is None else "%.1f (%.2fx)" % (value, ratio) if ratio else "%.1f" % value)
         restart = [seconds for name, seconds in row.get("first_converge_plays", []) if name.startswith("Restart")]
-        lines.append("| %d | %s | %s | %s | %s | %s |" % (
-            row["hosts"], cells[0], "%.1f" % restart[0] if restart else "-", cells[1], cells[2],
-            row.get("loadavg_before", ["?"])[0]))
+        cells = ["%d" % row["hosts"], columns[0][1](row, lambda key, row=row: row.get(ratio_key(key))),
+                 "%.1f" % restart[0] if restart else "-"]
+        cells += [cell(row, lambda key, row=row: row.get(ratio_key(key))) for _, cell in columns[1:]]
+        lines.append("| %s | %s |" % (" | ".join(cells), row.get("loadavg_before", ["?"])[0]))
+    if rows:
+        lines.append("")
+        lines.append(LEGEND[0].upper() + LEGEND[1:] + ".")
     return "\n".join(lines)
 
 
@@ -119,7 +273,7 @@ def with_ratios(rows):
     for row in rows:
         for key in FIGURES:
             value, ref = row.get(key), rows[0].get(key)
-            row[key.replace("_s", "_ratio")] = round(value / ref, 2) if value is not None and ref else None
+            row[ratio_key(key)] = round(value / ref, 2) if value is not None and ref else None
     return rows
 
 
@@ -153,6 +307,26 @@ def main(argv):
         if argv[1:2] == ["markdown"] and len(argv) == 3:
             with open(argv[2], encoding="utf-8") as stream:
                 print(markdown(json.load(stream)))
+            return 0
+        if argv[1:2] == ["runs"] and (len(argv) == 4 or len(argv) == 6 and argv[4] == "--max"):
+            with open(argv[2], encoding="utf-8") as stream:
+                summary = runs(ssh_log(stream.read()), int(argv[3]))
+            if len(argv) == 6:
+                if argv[5] not in summary or argv[5] == "hosts":
+                    raise ValueError("--max takes one of %s" % ", ".join(KINDS + ("all",)))
+                print(summary[argv[5]]["max"])
+            else:
+                print(json.dumps(summary, sort_keys=True))
+            return 0
+        if argv[1:2] == ["timed"] and "--" in argv[3:] and argv[-1] != "--":
+            split = argv.index("--", 3)
+            options = argv[3:split]
+            if options and (len(options) != 2 or options[0] != "--control-dir"):
+                raise ValueError("timed OUT.json [--control-dir DIR] -- COMMAND ...")
+            return timed(argv[2], argv[split + 1:], control_dir=options[1] if options else None)
+        if argv[1:2] == ["cpu"] and len(argv) == 4:
+            with open(argv[2], encoding="utf-8") as stream:
+                print(cpu_per_host(json.load(stream), int(argv[3])))
             return 0
         if argv[1:2] == ["row"]:
             print(json.dumps(row(argv[2:]), sort_keys=True))

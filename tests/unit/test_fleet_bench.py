@@ -148,8 +148,145 @@ def test_fleet_inventory_as_ansible_reads_it():
 def test_markdown_table_shows_ratios_the_restart_play_and_missing_rows():
     rows = bench.with_ratios([
         {"hosts": 2, "first_converge_s": 100.0, "noop_s": 20.0, "drift_s": 10.0, "loadavg_before": [0.5, 1, 1],
-         "first_converge_plays": [["Prepare", 60.0], ["Restart the servers ...", 30.0]]},
-        {"hosts": 16, "first_converge_s": 400.0, "noop_s": None, "drift_s": 15.0, "first_converge_plays": []}])
+         "first_converge_plays": [["Prepare", 60.0], ["Restart the servers ...", 30.0]],
+         "noop_full_s": 40.0, "drift_full_s": 30.0, "noop_module_runs_per_host": 2,
+         "noop_full_module_runs_per_host": 27, "drift_module_runs_per_host": 3, "drift_full_module_runs_per_host": 40,
+         "noop_cpu_s_per_host": 0.5, "noop_full_cpu_s_per_host": 4.25, "drift_cpu_s_per_host": 0.75,
+         "drift_full_cpu_s_per_host": 6.0},
+        {"hosts": 16, "first_converge_s": 400.0, "noop_s": None, "drift_s": 15.0, "first_converge_plays": [],
+         "noop_full_s": 120.0, "noop_full_module_runs_per_host": 27}])
     lines = bench.markdown(rows).splitlines()
-    assert lines[2] == "| 2 | 100.0 (1.00x) | 30.0 | 20.0 (1.00x) | 10.0 (1.00x) | 0.5 |"
-    assert lines[3] == "| 16 | 400.0 (4.00x) | - | - | 15.0 (1.50x) | ? |"
+    assert lines[0].startswith("| hosts | first converge s | of which rolling restart s | no-op s | no-op full s |")
+    assert lines[1].count("---") == lines[0].count("|") - 1
+    assert lines[2] == ("| 2 | 100.0 (1.00x) | 30.0 | 20.0 (1.00x) | 40.0 (1.00x) | 10.0 (1.00x) | 30.0 (1.00x) "
+                        "| 2/27 | 3/40 | 0.50/4.25 | 0.75/6.00 | 0.5 |")
+    assert lines[3] == "| 16 | 400.0 (4.00x) | - | - | 120.0 (3.00x) | 15.0 (1.50x) | - | -/27 | - | - | - | ? |"
+    # No Mitogen figures, no Mitogen columns.
+    assert "Mitogen" not in lines[0]
+
+
+def test_mitogen_columns_appear_when_a_row_has_them():
+    rows = bench.with_ratios([
+        {"hosts": 2, "noop_s": 10.0, "noop_mitogen_s": 5.0, "noop_full_mitogen_s": 12.0, "drift_mitogen_s": 6.0,
+         "noop_mitogen_cpu_s_per_host": 0.25},
+        {"hosts": 4, "noop_s": 12.0}])
+    assert rows[0]["noop_mitogen_ratio"] == 1.0 and rows[1]["noop_mitogen_ratio"] is None
+    header, _, first, second = bench.markdown(rows).splitlines()[:4]
+    assert "| Mitogen no-op s | Mitogen drift s | Mitogen CPU s/host no-op | Mitogen CPU s/host drift |" in header
+    assert first.endswith("| 5.0/12.0 | 6.0/- | 0.25/- | - | ? |")
+    assert second.endswith("| - | - | - | - | ? |")
+    printed = bench.table(rows).splitlines()
+    assert "Mitogen no-op s" in printed[0] and "5.0/12.0" in printed[1]
+
+
+# count-ssh.sh's log, as Ansible's ssh connection plugin makes it (see lab/count-ssh.sh): two hosts on one address.
+SSH_LOG = """127.0.0.1:2301\tmodule\t1796500169.65
+127.0.0.1:2302\tmodule\t1796500169.66
+127.0.0.1:2301\tmodule\t1796500169.70
+127.0.0.1:2301\tshell\t1796500169.71
+127.0.0.1:2302\ttransfer\t1796500169.72
+
+127.0.0.1:2301\tcontrol\t1796500169.80
+"""
+
+
+def test_ssh_log_counts_each_kind_per_host_and_port():
+    counts = bench.ssh_log(SSH_LOG)
+    assert counts == {"127.0.0.1:2301": {"module": 2, "shell": 1, "transfer": 0, "control": 1},
+                      "127.0.0.1:2302": {"module": 1, "shell": 0, "transfer": 1, "control": 0}}
+    summary = bench.runs(counts, 2)
+    assert summary["hosts"] == 2
+    assert summary["module"] == {"max": 2, "mean": 1.5, "min": 1}
+    assert summary["all"] == {"max": 4, "mean": 3.0, "min": 2}
+    assert summary["control"] == {"max": 1, "mean": 0.5, "min": 0}
+
+
+@pytest.mark.parametrize("line", ["127.0.0.1:2301 module", "127.0.0.1:2301\tpython", "\tmodule", "garbage"])
+def test_ssh_log_refuses_a_line_it_cannot_read(line):
+    with pytest.raises(ValueError, match="line 2"):
+        bench.ssh_log("127.0.0.1:2301\tmodule\n" + line + "\n")
+
+
+def test_runs_refuse_a_log_of_another_fleet_size():
+    counts = bench.ssh_log(SSH_LOG)
+    with pytest.raises(ValueError, match="names 2 hosts .*127.0.0.1:2302.*, not 3"):
+        bench.runs(counts, 3)
+    with pytest.raises(ValueError, match="names 0 hosts \\(none\\), not 2"):
+        bench.runs({}, 2)
+
+
+def test_runs_command_prints_the_busiest_hosts_count_of_a_kind(tmp_path):
+    log_file = tmp_path / "ssh.log"
+    log_file.write_text(SSH_LOG)
+    script = [sys.executable, os.path.join(REPO, "lab/fleet_bench.py"), "runs", str(log_file)]
+    assert subprocess.run(script + ["2", "--max", "module"], capture_output=True, text=True,
+                          check=True).stdout == "2\n"
+    assert json.loads(subprocess.run(script + ["2"], capture_output=True, text=True, check=True).stdout)[
+        "shell"]["max"] == 1
+    wrong = subprocess.run(script + ["4", "--max", "module"], capture_output=True, text=True, check=False)
+    assert wrong.returncode == 2 and "not 4" in wrong.stderr and wrong.stdout == ""
+    bad_kind = subprocess.run(script + ["2", "--max", "hosts"], capture_output=True, text=True, check=False)
+    assert bad_kind.returncode == 2 and "--max takes one of" in bad_kind.stderr
+
+
+# Argument lists as ansible-core 2.19's ssh plugin builds them (taken from a -vvv run against the lab).
+SSH_OPTS = ["-o", "ControlMaster=auto", "-o", "ControlPersist=60s", "-o", "StrictHostKeyChecking=no", "-o",
+            "Port=2221", "-o", 'IdentityFile="/k/id_ed25519"', "-o", 'User="root"', "-o", "ConnectTimeout=10",
+            "-o", 'ControlPath="/tmp/cp/d8c421cc83"']
+INVOCATIONS = [
+    ("count-ssh.sh", SSH_OPTS + ["127.0.0.1", "/bin/sh -c '/usr/bin/python3 && sleep 0'"], "module"),
+    ("count-ssh.sh", SSH_OPTS + ["-tt", "127.0.0.1", "/bin/sh -c '/usr/bin/python3 /root/.ansible/tmp/a-1/"
+                                 "AnsiballZ_stat.py && sleep 0'"], "module"),
+    ("count-ssh.sh", SSH_OPTS + ["127.0.0.1", "/bin/sh -c 'sudo -H -S -n  -u svc /bin/sh -c '\"'\"'echo "
+                                 "BECOME-SUCCESS-x ; /usr/bin/python3.11'\"'\"' && sleep 0'"], "module"),
+    ("count-ssh.sh", SSH_OPTS + ["-tt", "127.0.0.1", "true"], "shell"),
+    ("count-ssh.sh", SSH_OPTS + ["127.0.0.1", "/bin/sh -c 'rm -f -r /root/.ansible/tmp/python-x/ > /dev/null "
+                                 "2>&1 && sleep 0'"], "shell"),
+    ("count-ssh.sh", SSH_OPTS + ["-O", "check", "127.0.0.1"], "control"),
+    ("count-sftp.sh", ["-b", "-"] + SSH_OPTS + ["[127.0.0.1]"], "transfer"),
+    ("count-scp.sh", SSH_OPTS + ["/tmp/src", "[127.0.0.1]:/root/dest"], "transfer"),
+]
+
+
+@pytest.mark.parametrize("script, args, kind", INVOCATIONS)
+def test_count_ssh_logs_host_port_and_kind_then_runs_the_real_program_with_the_same_arguments(
+        tmp_path, script, args, kind):
+    log_file = tmp_path / "ssh.log"
+    real = tmp_path / "real"
+    real.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\nexit 7\n')
+    real.chmod(0o755)
+    env = dict(os.environ, COUNT_SSH_LOG=str(log_file), COUNT_SSH_REAL=str(real))
+    run = subprocess.run([os.path.join(REPO, "lab", script)] + args, capture_output=True, text=True, env=env,
+                         check=False)
+    assert run.returncode == 7 and run.stdout.splitlines() == args
+    assert bench.ssh_log(log_file.read_text()) == {"127.0.0.1:2221": dict(dict.fromkeys(bench.KINDS, 0), **{kind: 1})}
+
+
+def test_count_ssh_without_a_log_refuses_to_run(tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "COUNT_SSH_LOG"}
+    run = subprocess.run([os.path.join(REPO, "lab", "count-ssh.sh"), "127.0.0.1", "true"], capture_output=True,
+                         text=True, env=env, check=False)
+    assert run.returncode != 0 and "COUNT_SSH_LOG" in run.stderr
+
+
+def test_timed_writes_the_commands_status_and_the_cpu_of_its_children(tmp_path):
+    out = tmp_path / "t.json"
+    burn = [sys.executable, "-c", "import sys; sum(range(3 * 10 ** 7)); sys.exit(3)"]
+    assert bench.timed(str(out), burn) == 3
+    result = json.loads(out.read_text())
+    assert result["rc"] == 3 and result["cpu_s"] >= 0.1
+    assert result["cpu_s"] == pytest.approx(result["user_s"] + result["sys_s"], abs=0.011)
+    assert bench.cpu_per_host(result, 2) == round(result["cpu_s"] / 2, 3)
+
+
+def test_timed_with_a_control_dir_waits_for_what_detached_from_the_run(tmp_path):
+    """A control master (ControlPersist) leaves the run's process tree; with --control-dir the run's own masters
+    are stopped and waited for, so what they did is in the figure. Here a detached child stands in for one."""
+    done = tmp_path / "done"
+    late = "import time; time.sleep(0.5); open(%r, 'w').close()" % str(done)
+    detach = [sys.executable, "-c", "import subprocess, sys; subprocess.Popen([sys.executable, '-c', %r])" % late]
+    run = subprocess.run([sys.executable, os.path.join(REPO, "lab/fleet_bench.py"), "timed", str(tmp_path / "t.json"),
+                          "--control-dir", str(tmp_path), "--"] + detach, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert done.exists()
+    assert json.loads((tmp_path / "t.json").read_text())["control_masters_counted"] is True

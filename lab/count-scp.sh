@@ -1,0 +1,1 @@
+count-ssh.sh

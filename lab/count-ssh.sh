@@ -7,7 +7,7 @@
 # (links to this script; the name it is called by picks the real program).
 # A line: host:port <TAB> kind <TAB> seconds since the epoch, kind being
 #   module    the remote command runs a Python interpreter (a module run: with pipelining, Ansible's
-#             `/bin/sh -c '/usr/bin/python3 && sleep 0'` with the module on stdin; without, `python3 .../AnsiballZ_x.py`)
+#             `/bin/sh -c '/usr/bin/python3 && sleep 0'` with the module on stdin; else `python3 .../AnsiballZ_x.py`)
 #   shell     any other remote command (a round trip of the shell: mkdir/rm of a temporary dir, echo ~, raw)
 #   transfer  an sftp or scp run (a file put or fetched)
 #   control   ssh -O check/stop/exit (the control master's bookkeeping)

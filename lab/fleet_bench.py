@@ -14,6 +14,9 @@
                                                  --control-dir, the ssh control masters whose sockets are in DIR
                                                  are stopped and waited for first, so their CPU counts too
   fleet_bench.py cpu OUT.json COUNT              user+sys seconds per host (from timed's OUT.json)
+  fleet_bench.py same-report A.json B.json       two drift reports (scripts/drift_report.py --json) hold the same
+                                                 checks for the same hosts (task, item, drifted); exit 1 naming
+                                                 what differs (a run under another strategy against the linear one)
   fleet_bench.py row KEY=VALUE ...               one row as a JSON line (a VALUE that parses as JSON is taken as
                                                  such: numbers, lists; anything else is a string)
   fleet_bench.py table ROWS.jsonl OUT.json       the table (ratios to the smallest fleet) on stdout, JSON to OUT
@@ -179,6 +182,30 @@ def cpu_per_host(result, count):
     return round(result["cpu_s"] / count, 3)
 
 
+def report_checks(report):
+    """{host: sorted [(task, item, drifted)]} of a drift report (scripts/drift_report.py --json)."""
+    return {host: sorted((str(check.get("task")), str(check.get("item")), bool(check.get("drifted")))
+                         for check in entry.get("checks", []))
+            for host, entry in report.get("hosts", {}).items()}
+
+
+def report_differences(first, second):
+    """What two drift reports disagree on, one line each (an empty list when they hold the same checks)."""
+    first, second = report_checks(first), report_checks(second)
+    lines = []
+    for host in sorted(set(first) | set(second)):
+        if host not in first or host not in second:
+            lines.append("%s: only in the %s report" % (host, "first" if host in first else "second"))
+            continue
+        only_first = sorted(set(first[host]) - set(second[host]))
+        only_second = sorted(set(second[host]) - set(first[host]))
+        if only_first or only_second or len(first[host]) != len(second[host]):
+            lines.append("%s: %d checks against %d" % (host, len(first[host]), len(second[host])))
+            lines += ["%s: only in the first: %s / %s (drifted %s)" % ((host,) + check) for check in only_first]
+            lines += ["%s: only in the second: %s / %s (drifted %s)" % ((host,) + check) for check in only_second]
+    return lines
+
+
 def ratio_key(key):
     """noop_s -> noop_ratio"""
     return key[:-len("_s")] + "_ratio"
@@ -201,30 +228,39 @@ def _pair(row, first, second, form):
 
 
 def _columns(rows):
-    """[(header, cell(row, ratio_of))] of the table: the timed figures, then module runs and controller CPU per host
-    as fast/full pairs, then Mitogen's (only when a row has them)."""
-    columns = [("first converge s", lambda row, ratio: _figure(row, "first_converge_s", ratio("first_converge_s")))]
+    """[(short header, Markdown header, cell(row, ratio_of))] of the table: the timed figures, then module runs and
+    controller CPU per host as fast/full pairs, then Mitogen's (only when a row has them)."""
+    columns = [("first converge s", "first converge s",
+                lambda row, ratio: _figure(row, "first_converge_s", ratio("first_converge_s")))]
     for name, header in (("noop", "no-op s"), ("noop_full", "no-op full s"), ("drift", "drift s"),
                          ("drift_full", "drift full s")):
-        columns.append((header, lambda row, ratio, key=name + "_s": _figure(row, key, ratio(key))))
+        columns.append((header, header, lambda row, ratio, key=name + "_s": _figure(row, key, ratio(key))))
     for run, header in (("noop", "no-op"), ("drift", "drift")):
-        columns.append(("module runs/host %s" % header, lambda row, ratio, run=run: _pair(
+        columns.append(("runs " + header, "module runs/host %s" % header, lambda row, ratio, run=run: _pair(
             row, run + "_module_runs_per_host", run + "_full_module_runs_per_host", "%d")))
     for run, header in (("noop", "no-op"), ("drift", "drift")):
-        columns.append(("CPU s/host %s" % header, lambda row, ratio, run=run: _pair(
+        columns.append(("cpu/h " + header, "CPU s/host %s" % header, lambda row, ratio, run=run: _pair(
             row, run + "_cpu_s_per_host", run + "_full_cpu_s_per_host", "%.2f")))
     if any(row.get(name + "_s") is not None for row in rows for name in MITOGEN_RUNS):
         for run, header in (("noop", "no-op"), ("drift", "drift")):
-            columns.append(("Mitogen %s s" % header, lambda row, ratio, run=run: _pair(
+            columns.append(("mitogen %s s" % header, "Mitogen %s s" % header, lambda row, ratio, run=run: _pair(
                 row, run + "_mitogen_s", run + "_full_mitogen_s", "%.1f")))
         for run, header in (("noop", "no-op"), ("drift", "drift")):
-            columns.append(("Mitogen CPU s/host %s" % header, lambda row, ratio, run=run: _pair(
-                row, run + "_mitogen_cpu_s_per_host", run + "_full_mitogen_cpu_s_per_host", "%.2f")))
+            columns.append(("mitogen cpu/h %s" % header, "Mitogen CPU s/host %s" % header,
+                            lambda row, ratio, run=run: _pair(
+                                row, run + "_mitogen_cpu_s_per_host", run + "_full_mitogen_cpu_s_per_host", "%.2f")))
     return columns
 
 
-LEGEND = ("a/b: fast path / full roles (-e deploy_fast_path=false); module runs/host: the busiest host's, counted; "
-          "CPU s/host: the controller's user+sys seconds of the run divided by the hosts")
+def _report_notes(rows):
+    """A line for each Mitogen drift run whose report differs from the linear strategy's run of the same path."""
+    return ["%s at %d hosts: its drift report differs from the linear strategy's (see %s-report-diff.txt)"
+            % (name, row["hosts"], name) for row in rows for name in MITOGEN_RUNS
+            if row.get(name + "_report_as_linear") is False]
+
+
+LEGEND = ("a/b: fast path / full roles (-e deploy_fast_path=false); runs, module runs/host: module runs of the "
+          "busiest host, counted; cpu/h, CPU s/host: the controller's user+sys seconds of the run divided by the hosts")
 
 
 def table(rows):
@@ -233,17 +269,18 @@ def table(rows):
     rows = sorted(rows, key=lambda row: row["hosts"])
     base = rows[0] if rows else {}
     columns = _columns(rows)
-    cells = [["hosts"] + [header for header, _ in columns] + ["load (1 min)"]]
+    cells = [["hosts"] + [header for header, _, _ in columns] + ["load (1 min)"]]
 
     def ratio(row):
         return lambda key: row[key] / base[key] if row.get(key) is not None and base.get(key) else None
     for row in rows:
-        cells.append(["%d" % row["hosts"]] + [cell(row, ratio(row)) for _, cell in columns]
+        cells.append(["%d" % row["hosts"]] + [cell(row, ratio(row)) for _, _, cell in columns]
                      + ["%s" % row.get("loadavg_before", ["?"])[0]])
     widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
     lines = ["  ".join(text.rjust(width) if i < len(widths) - 1 else text
                        for i, (text, width) in enumerate(zip(line, widths))) for line in cells]
     if rows:
+        lines += ["(%s)" % note for note in _report_notes(rows)]
         lines.append("(%s)" % LEGEND)
         lines.append("(ratios to %d hosts)" % base["hosts"])
     return "\n".join(lines)
@@ -253,17 +290,18 @@ def markdown(rows):
     """The table as Markdown: figures with their ratio, each deploy run's restart play, module runs and CPU per
     host, the load before the size."""
     columns = _columns(rows)
-    headers = ["hosts", "first converge s", "of which rolling restart s"] + [h for h, _ in columns[1:]]
+    headers = ["hosts", "first converge s", "of which rolling restart s"] + [h for _, h, _ in columns[1:]]
     lines = ["| %s | load (1 min) before |" % " | ".join(headers), "|%s" % ("---|" * (len(headers) + 1))]
     for row in rows:
         restart = [seconds for name, seconds in row.get("first_converge_plays", []) if name.startswith("Restart")]
-        cells = ["%d" % row["hosts"], columns[0][1](row, lambda key, row=row: row.get(ratio_key(key))),
+        cells = ["%d" % row["hosts"], columns[0][2](row, lambda key, row=row: row.get(ratio_key(key))),
                  "%.1f" % restart[0] if restart else "-"]
-        cells += [cell(row, lambda key, row=row: row.get(ratio_key(key))) for _, cell in columns[1:]]
+        cells += [cell(row, lambda key, row=row: row.get(ratio_key(key))) for _, _, cell in columns[1:]]
         lines.append("| %s | %s |" % (" | ".join(cells), row.get("loadavg_before", ["?"])[0]))
     if rows:
         lines.append("")
-        lines.append(LEGEND[0].upper() + LEGEND[1:] + ".")
+        lines.append(LEGEND + ".")
+        lines += [note + "." for note in _report_notes(rows)]
     return "\n".join(lines)
 
 
@@ -328,6 +366,15 @@ def main(argv):
             with open(argv[2], encoding="utf-8") as stream:
                 print(cpu_per_host(json.load(stream), int(argv[3])))
             return 0
+        if argv[1:2] == ["same-report"] and len(argv) == 4:
+            reports = []
+            for path in argv[2:]:
+                with open(path, encoding="utf-8") as stream:
+                    reports.append(json.load(stream))
+            differences = report_differences(*reports)
+            for line in differences:
+                print("same-report: %s" % line, file=sys.stderr)
+            return 1 if differences else 0
         if argv[1:2] == ["row"]:
             print(json.dumps(row(argv[2:]), sort_keys=True))
             return 0

@@ -176,7 +176,7 @@ def test_mitogen_columns_appear_when_a_row_has_them():
     assert first.endswith("| 5.0/12.0 | 6.0/- | 0.25/- | - | ? |")
     assert second.endswith("| - | - | - | - | ? |")
     printed = bench.table(rows).splitlines()
-    assert "Mitogen no-op s" in printed[0] and "5.0/12.0" in printed[1]
+    assert "mitogen no-op s" in printed[0] and "5.0/12.0" in printed[1]
 
 
 # count-ssh.sh's log, as Ansible's ssh connection plugin makes it (see lab/count-ssh.sh): two hosts on one address.
@@ -290,3 +290,49 @@ def test_timed_with_a_control_dir_waits_for_what_detached_from_the_run(tmp_path)
     assert run.returncode == 0, run.stderr
     assert done.exists()
     assert json.loads((tmp_path / "t.json").read_text())["control_masters_counted"] is True
+
+
+def check(task, item, drifted=False):
+    return {"task": task, "item": item, "drifted": drifted, "category": "other", "expected": 1, "actual": 1}
+
+
+def test_same_report_names_hosts_whose_checks_differ_between_two_runs():
+    probe = "sglang_drift : Drift probe: the host against its last converge (fast path)"
+    linear = {"hosts": {"lab-gpu1": {"checks": [check(probe, "layout"), check(probe, "nccl")]},
+                        "lab-gpu2": {"checks": [check(probe, "layout"), check(probe, "nccl")]}}}
+    # The same checks in another order (a strategy that reports hosts in another order) are the same report.
+    reordered = {"hosts": {"lab-gpu2": {"checks": [check(probe, "nccl"), check(probe, "layout")]},
+                           "lab-gpu1": {"checks": [check(probe, "nccl"), check(probe, "layout")]}}}
+    assert bench.report_differences(linear, reordered) == []
+    # What was seen under Mitogen: one host's probe results missing, and a check that drifted in one run only.
+    lost = {"hosts": {"lab-gpu1": {"checks": [check(probe, "layout"), check(probe, "nccl", drifted=True)]},
+                      "lab-gpu2": {"checks": []}}}
+    assert bench.report_differences(linear, lost) == [
+        "lab-gpu1: 2 checks against 2",
+        "lab-gpu1: only in the first: %s / nccl (drifted False)" % probe,
+        "lab-gpu1: only in the second: %s / nccl (drifted True)" % probe,
+        "lab-gpu2: 2 checks against 0",
+        "lab-gpu2: only in the first: %s / layout (drifted False)" % probe,
+        "lab-gpu2: only in the first: %s / nccl (drifted False)" % probe]
+    assert bench.report_differences(linear, {"hosts": {"lab-gpu1": linear["hosts"]["lab-gpu1"]}}) == [
+        "lab-gpu2: only in the first report"]
+    # A check reported twice for a host is a difference too.
+    doubled = {"hosts": {"lab-gpu1": {"checks": linear["hosts"]["lab-gpu1"]["checks"] * 2},
+                         "lab-gpu2": linear["hosts"]["lab-gpu2"]}}
+    assert bench.report_differences(linear, doubled) == ["lab-gpu1: 2 checks against 4"]
+
+
+def test_same_report_command_and_the_tables_note_on_a_differing_mitogen_report(tmp_path):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"hosts": {"h": {"checks": [check("t", "i")]}}}))
+    second.write_text(json.dumps({"hosts": {"h": {"checks": []}}}))
+    script = [sys.executable, os.path.join(REPO, "lab/fleet_bench.py"), "same-report"]
+    assert subprocess.run(script + [str(first), str(first)], check=False).returncode == 0
+    run = subprocess.run(script + [str(first), str(second)], capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and "h: 1 checks against 0" in run.stderr
+    rows = bench.with_ratios([{"hosts": 2, "drift_mitogen_s": 3.0, "drift_mitogen_report_as_linear": False,
+                               "drift_full_mitogen_s": 4.0, "drift_full_mitogen_report_as_linear": True}])
+    note = "drift_mitogen at 2 hosts: its drift report differs from the linear strategy's"
+    assert [line for line in bench.table(rows).splitlines() if "differs" in line] == [
+        "(%s (see drift_mitogen-report-diff.txt))" % note]
+    assert bench.markdown(rows).splitlines()[-1].startswith(note)

@@ -7,7 +7,8 @@ fusion_patch, ...):
     inputs    {name: digest}: every variable of the capability's prefixes as the controller templated it, the code
               of its roles and of the shared plugins, the run's tags (computed on the controller, see
               action_plugins/sglang_converge_state.py); names only travel, never values
-    covers    what on the host it owns: files (a glob matches a sorted list), listings (names in a directory,
+    covers    what on the host it owns: files (a glob matches a sorted list), secrets (never hashed: size, change
+              time, inode, mode and owner), listings (names in a directory,
               optionally matching a glob), fusion_states (a patch record and every file it lists), units (their
               state, main PID and start), gpu (driver and GPUs as nvidia-smi reports them), http (a URL's status)
     observed  {key: value}: what those covers read at the end of the converge
@@ -29,7 +30,7 @@ import os
 import stat
 
 RECORD_VERSION = 1
-COVER_KINDS = ("files", "listings", "fusion_states", "units", "gpu", "http")
+COVER_KINDS = ("files", "secrets", "listings", "fusion_states", "units", "gpu", "http")
 UNIT_PROPERTIES = ("ActiveState", "UnitFileState", "MainPID", "ExecMainStartTimestampMonotonic",
                    "NeedDaemonReload", "FragmentPath", "DropInPaths")
 # What of `nvidia-smi -q -x` identifies the GPUs and driver; temperatures, clocks, link speed and memory in use move
@@ -68,6 +69,18 @@ def describe_path(path):
         return "sha256:%s %s" % (_sha256_file(path), owner)
     except OSError as exc:
         return "unreadable (%s)" % exc.strerror
+
+
+def describe_secret(path):
+    """A secret file's identity without a digest of what it holds: size, change time, inode, mode and owner."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return "unreadable (%s)" % exc.strerror
+    return "size=%d ctime_ns=%d ino=%d mode=%04o uid=%d gid=%d" % (
+        info.st_size, info.st_ctime_ns, info.st_ino, stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid)
 
 
 def _expand(pattern):
@@ -170,6 +183,8 @@ def observe(covers, run, fetch, parse_gpu):
     for capability, cover in sorted(covers.items()):
         seen = {}
         seen.update(observe_files(cover.get("files") or []))
+        for path in cover.get("secrets") or []:
+            seen["secret " + path] = describe_secret(path)
         seen.update(observe_listings(cover.get("listings") or []))
         seen.update(observe_fusion_states(cover.get("fusion_states") or []))
         for unit in cover.get("units") or []:
@@ -194,7 +209,7 @@ def cover_problems(covers):
         for kind in cover:
             if kind not in COVER_KINDS:
                 problems.append("covers.%s.%s: unknown (one of %s)" % (capability, kind, ", ".join(COVER_KINDS)))
-        for kind in ("files", "fusion_states", "units"):
+        for kind in ("files", "secrets", "fusion_states", "units"):
             values = cover.get(kind) or []
             if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
                 problems.append("covers.%s.%s must be a list of non-empty strings" % (capability, kind))

@@ -184,3 +184,18 @@ def test_a_record_it_cannot_read_says_so(text, message):
 ])
 def test_covers_it_cannot_observe_are_refused(covers, problem):
     assert any(problem in line for line in cs.cover_problems(covers))
+
+
+def test_a_secret_is_never_hashed_but_a_rotation_is_seen(host, tmp_path):
+    key = tmp_path / "api-key"
+    key.write_text("s3cret-key-value\n")
+    host.covers["server"]["secrets"] = [str(key)]
+    text = cs.render(host.inputs, host.covers, host.observe())
+    import hashlib
+    assert hashlib.sha256(key.read_bytes()).hexdigest() not in text and "s3cret" not in text
+    recorded = cs.parse(text)
+    key.unlink()
+    key.write_text("rotated-key-value\n")
+    assert changed(host.differences(recorded)) == {"server": [
+        line for line in host.differences(recorded)["server"] if line.startswith("secret %s:" % key)]}
+    assert host.differences(recorded)["server"]

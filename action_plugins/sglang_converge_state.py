@@ -5,7 +5,8 @@ Per capability (the role sglang_fast_path passes the table: prefixes and roles),
   - every variable whose name starts with one of its prefixes, as templated for the host, with the content of any
     controller file a value names (a lock file whose content changes under the same path counts),
   - the code of its roles and, as the capability ``code``, the plugins, modules and playbooks (Markdown left out),
-  - the run's tags (a run with other --tags or --skip-tags does other work).
+  - which of the deploy's tags (the role passes them) and whether untagged tasks the run's --tags and --skip-tags
+    select (a run that selects other work is another input).
 What the run itself set for the host (set_fact, registered results, facts) is no input: a role's published result
 carries its prefix, and it is there at the end of a converge but not before the next one.
 Only names and digests reach the host. The logic of the comparison is the module's (module_utils/converge_state.py).
@@ -24,6 +25,7 @@ ARGUMENT_SPEC = {
     "record": {"type": "str", "required": True},
     "capabilities": {"type": "dict", "required": True},
     "covers": {"type": "dict", "default": {}},
+    "deploy_tags": {"type": "list", "elements": "str", "default": []},
 }
 SHARED_CODE = ("library", "module_utils", "filter_plugins", "action_plugins", "plugins", "playbooks")
 _CODE_CACHE = {}
@@ -76,6 +78,16 @@ def value_digest(value):
             digest.update(b"\0file\0" + path.encode("utf-8", "surrogateescape") + b"\0"
                           + hashlib.sha256(handle.read()).digest())
     return digest.hexdigest()[:32]
+
+
+def tags_selected(tags, run_tags, skip_tags):
+    """Whether a run with RUN_TAGS and SKIP_TAGS plays each of TAGS, and untagged tasks (as Ansible selects them):
+    a tag the deploy does not carry (molecule's idempotence skip, say) changes nothing."""
+    run, skip = set(run_tags or ["all"]), set(skip_tags or [])
+
+    def plays(tag):
+        return tag not in skip and ("all" in run or tag in run or (tag == "untagged" and "untagged" in run))
+    return {tag: plays(tag) for tag in sorted(set(tags) | {"untagged"})}
 
 
 def capability_inputs(table, values, root, tags):
@@ -132,8 +144,7 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         table = args["capabilities"]
         prefixes = tuple(prefix for spec in table.values() for prefix in spec.get("prefixes") or ())
-        tags = {"run": sorted(task_vars.get("ansible_run_tags") or []),
-                "skip": sorted(task_vars.get("ansible_skip_tags") or [])}
+        tags = tags_selected(args["deploy_tags"], task_vars.get("ansible_run_tags"), task_vars.get("ansible_skip_tags"))
         inputs = capability_inputs(table, self._templated(task_vars, prefixes), project_root(), tags)
         module_args = {"mode": args["mode"], "record": args["record"], "inputs": inputs}
         if args["mode"] == "record":

@@ -40,8 +40,8 @@ def test_every_variable_a_deployed_role_declares_is_an_input_of_a_capability(rol
     assert role in roles, "%s: its code is no capability's input" % role
 
 
-def digests(values, tags=None, root=ROOT):
-    return plugin.capability_inputs(capabilities(), values, root, tags or {"run": ["all"], "skip": []})
+def digests(values, selected=None, root=ROOT):
+    return plugin.capability_inputs(capabilities(), values, root, selected or {"untagged": True})
 
 
 def test_a_changed_variable_moves_its_own_capability_only_and_is_named():
@@ -52,8 +52,37 @@ def test_a_changed_variable_moves_its_own_capability_only_and_is_named():
     assert before["nccl"]["var nccl_tuning_settings"] != after["nccl"]["var nccl_tuning_settings"]
 
 
-def test_other_tags_move_the_code_capability():
-    assert digests({}, {"run": ["all"], "skip": []})["code"] != digests({}, {"run": ["all"], "skip": ["benchmark"]})["code"]
+def tags(run, skip):
+    return plugin.tags_selected(capabilities_tags(), run, skip)
+
+
+def capabilities_tags():
+    with open(TABLE, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["__sglang_fast_path_tags"]
+
+
+def test_tags_that_select_other_work_move_the_code_capability_and_others_do_not():
+    plain = digests({}, tags(["all"], []))["code"]
+    assert digests({}, tags(["all"], ["benchmark"]))["code"] != plain
+    assert digests({}, tags(["benchmark"], []))["code"] != plain
+    assert digests({}, tags(["all"], ["molecule-idempotence-notest"]))["code"] == plain
+    assert digests({}, tags(None, None))["code"] == plain
+
+
+def test_every_tag_the_deploy_carries_is_listed():
+    carried = set()
+    for folder in ("playbooks", "roles"):
+        for parent, _dirs, files in os.walk(os.path.join(ROOT, folder)):
+            if os.sep + "meta" in parent:
+                continue
+            for name in files:
+                if name.endswith(".yml"):
+                    with open(os.path.join(parent, name), encoding="utf-8") as handle:
+                        for line in handle:
+                            stripped = line.strip()
+                            if stripped.startswith("tags:"):
+                                carried.update(yaml.safe_load(stripped)["tags"] or [])
+    assert carried - {"always"} == set(capabilities_tags())
 
 
 def test_a_controller_file_a_value_names_counts_with_its_content(tmp_path):

@@ -26,6 +26,7 @@ ARGUMENT_SPEC = {
     "capabilities": {"type": "dict", "required": True},
     "covers": {"type": "dict", "default": {}},
     "deploy_tags": {"type": "list", "elements": "str", "default": []},
+    "forget": {"type": "bool", "default": False},
 }
 SHARED_CODE = ("library", "module_utils", "filter_plugins", "action_plugins", "plugins", "playbooks")
 _CODE_CACHE = {}
@@ -146,7 +147,7 @@ class ActionModule(ActionBase):
         prefixes = tuple(prefix for spec in table.values() for prefix in spec.get("prefixes") or ())
         tags = tags_selected(args["deploy_tags"], task_vars.get("ansible_run_tags"), task_vars.get("ansible_skip_tags"))
         inputs = capability_inputs(table, self._templated(task_vars, prefixes), project_root(), tags)
-        module_args = {"mode": args["mode"], "record": args["record"], "inputs": inputs}
+        module_args = {"mode": args["mode"], "record": args["record"], "inputs": inputs, "forget": args["forget"]}
         if args["mode"] == "record":
             module_args["covers"] = args["covers"]
         result.update(self._execute_module(module_name=self._task.action, module_args=module_args,

@@ -31,6 +31,13 @@ options:
     description: "Per capability, C({name: digest}) of what the controller deploys (see the action plugin)."
     type: dict
     required: true
+  forget:
+    description:
+      - Compare mode, not in check mode: remove the record when the host differs from it, so a run that goes on to
+        change the host and fails part-way leaves no record a later run could match (a run that ends well writes a
+        new one).
+    type: bool
+    default: false
   covers:
     description:
       - Per capability, what it owns on the host (record mode; compare reads the record's own). Keys C(files) and
@@ -59,6 +66,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 matched: {description: "Compare mode: whether every capability matches its record.", returned: success, type: bool}
+forgotten: {description: "Compare mode: whether the record was (would be) removed (I(forget)).", returned: compare, type: bool}
 differences:
   description: Per capability, what differs (names and paths, never values); an empty list where it matches.
   returned: success
@@ -98,7 +106,8 @@ def main():
         argument_spec=dict(mode=dict(type="str", choices=["compare", "record"], default="compare"),
                            record=dict(type="path", required=True),
                            inputs=dict(type="dict", required=True),
-                           covers=dict(type="dict", default={})),
+                           covers=dict(type="dict", default={}),
+                           forget=dict(type="bool", default=False)),
         supports_check_mode=True,
     )
     refused = param_checks.refusal("sglang_converge_state", module.argument_spec, module.params)
@@ -117,7 +126,11 @@ def main():
             observed = converge_state.observe(converge_state.covers_of(recorded), run, _fetch,
                                               nvidia_smi.parse_query_xml)
             differences = converge_state.compare(recorded, inputs, observed)
-            module.exit_json(changed=False, matched=not any(differences.values()), differences=differences)
+            matched = not any(differences.values())
+            forget = module.params["forget"] and not matched and before is not None
+            if forget and not module.check_mode:
+                atomic_files.put_record(path, None)
+            module.exit_json(changed=forget, matched=matched, differences=differences, forgotten=forget)
         covers = module.params["covers"]
         after = converge_state.render(inputs, covers,
                                       converge_state.observe(covers, run, _fetch, nvidia_smi.parse_query_xml))

@@ -1,0 +1,42 @@
+"""sglang_converge_state end to end on this machine (its action plugin digests the inputs, the module records and
+compares): a record written, a host that matches, a change named and the stale record removed only outside check
+mode, a bad cover refused with a message."""
+import os
+import stat
+
+from tests.helpers.ansible_run import run_module
+
+TABLE = {"install": {"prefixes": ["sglang_install_"], "roles": ["sglang_install"]}}
+
+
+def test_record_match_differ_forget(tmp_path):
+    env_file, record = tmp_path / "runtime.env", str(tmp_path / "converged.json")
+    env_file.write_text("HOME=/var/lib/sglang\n")
+    args = {"record": record, "capabilities": TABLE}
+    covers = {"install": {"files": [str(env_file)]}}
+
+    written = run_module("sglang_converge_state", dict(args, mode="record", covers=covers))
+    assert written["changed"] and not written.get("failed"), written
+    assert stat.S_IMODE(os.stat(record).st_mode) == 0o600
+    again = run_module("sglang_converge_state", dict(args, mode="record", covers=covers))
+    assert again["changed"] is False, again
+
+    same = run_module("sglang_converge_state", dict(args, forget=True))
+    assert same["matched"] and same["changed"] is False and same["differences"]["install"] == [], same
+
+    env_file.write_text("HOME=/var/lib/sglang\nHF_HUB_OFFLINE=0\n")
+    dry = run_module("sglang_converge_state", dict(args, forget=True), check=True)
+    assert not dry["matched"] and dry["forgotten"] and os.path.exists(record), dry
+    assert dry["differences"]["install"] == ["file %s: content differs from its converge" % env_file]
+    real = run_module("sglang_converge_state", dict(args, forget=True))
+    assert real["changed"] and real["forgotten"] and not os.path.exists(record), real
+
+    none = run_module("sglang_converge_state", args)
+    assert none["differences"] == {"record": ["no converge record on the host"]} and not none["changed"], none
+
+
+def test_a_cover_it_cannot_observe_is_refused_with_its_name(tmp_path):
+    result = run_module("sglang_converge_state", {"record": str(tmp_path / "r.json"), "mode": "record",
+                                                  "capabilities": TABLE, "covers": {"install": {"files": ["rel"]}}})
+    assert result.get("failed") and "covers.install.files must hold absolute paths" in result["msg"], result
+    assert not os.path.exists(str(tmp_path / "r.json"))

@@ -116,7 +116,10 @@ def main():
         module.fail_json(msg=refused or "sglang_converge_state: " + "; ".join(problems))
 
     def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+        try:
+            return module.run_command(argv, environ_update={"LC_ALL": "C"}, handle_exceptions=False)
+        except OSError as exc:  # not installed: an observation (the record says what it was), not a traceback
+            return 127, "", "%s: %s" % (argv[0], exc.strerror)
 
     path, inputs = module.params["record"], module.params["inputs"]
     try:

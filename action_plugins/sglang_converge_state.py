@@ -27,6 +27,7 @@ ARGUMENT_SPEC = {
     "covers": {"type": "dict", "default": {}},
     "deploy_tags": {"type": "list", "elements": "str", "default": []},
     "forget": {"type": "bool", "default": False},
+    "compare_tags": {"type": "bool", "default": True},
 }
 SHARED_CODE = ("library", "module_utils", "filter_plugins", "action_plugins", "plugins", "playbooks")
 _CODE_CACHE = {}
@@ -148,6 +149,9 @@ class ActionModule(ActionBase):
         tags = tags_selected(args["deploy_tags"], task_vars.get("ansible_run_tags"), task_vars.get("ansible_skip_tags"))
         inputs = capability_inputs(table, self._templated(task_vars, prefixes), project_root(), tags)
         module_args = {"mode": args["mode"], "record": args["record"], "inputs": inputs, "forget": args["forget"]}
+        if not args["compare_tags"]:  # a drift check runs no tagged play: what the converge's tags selected is moot
+            del inputs["code"]["tags"]
+            module_args["ignore_inputs"] = ["tags"]
         if args["mode"] == "record":
             module_args["covers"] = args["covers"]
         result.update(self._execute_module(module_name=self._task.action, module_args=module_args,

@@ -38,6 +38,11 @@ options:
         new one).
     type: bool
     default: false
+  ignore_inputs:
+    description: Compare mode, input names (in every capability) left out of the comparison, e.g. C(tags).
+    type: list
+    elements: str
+    default: []
   covers:
     description:
       - Per capability, what it owns on the host (record mode; compare reads the record's own). Keys C(files) and
@@ -107,7 +112,8 @@ def main():
                            record=dict(type="path", required=True),
                            inputs=dict(type="dict", required=True),
                            covers=dict(type="dict", default={}),
-                           forget=dict(type="bool", default=False)),
+                           forget=dict(type="bool", default=False),
+                           ignore_inputs=dict(type="list", elements="str", default=[])),
         supports_check_mode=True,
     )
     refused = param_checks.refusal("sglang_converge_state", module.argument_spec, module.params)
@@ -128,7 +134,7 @@ def main():
             recorded = converge_state.parse(before)
             observed = converge_state.observe(converge_state.covers_of(recorded), run, _fetch,
                                               nvidia_smi.parse_query_xml)
-            differences = converge_state.compare(recorded, inputs, observed)
+            differences = converge_state.compare(recorded, inputs, observed, module.params["ignore_inputs"])
             matched = not any(differences.values())
             forget = module.params["forget"] and not matched and before is not None
             if forget and not module.check_mode:

@@ -282,9 +282,9 @@ def _describe_change(kind, name, before, after):
     return "%s: %s at the converge, %s now" % (name, before, after)
 
 
-def compare(recorded, inputs, observed):
+def compare(recorded, inputs, observed, ignore=()):
     """{capability: [difference]} between the record, the controller's INPUTS and the host's OBSERVED now; every
-    capability of either side appears ([] when it matches)."""
+    capability of either side appears ([] when it matches). Input names in IGNORE are left out on both sides."""
     if recorded is None:
         return {"record": ["no converge record on the host"]}
     result = {}
@@ -296,7 +296,9 @@ def compare(recorded, inputs, observed):
         if name not in inputs:
             result[name] = ["recorded, but no longer deployed"]
             continue
-        lines = _value_differences("input", entry.get("inputs") or {}, inputs[name])
+        lines = _value_differences("input", {key: value for key, value in (entry.get("inputs") or {}).items()
+                                             if key not in ignore},
+                                   {key: value for key, value in inputs[name].items() if key not in ignore})
         lines += _value_differences("observed", entry.get("observed") or {}, observed.get(name) or {})
         result[name] = lines
     return result

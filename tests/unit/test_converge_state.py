@@ -199,3 +199,12 @@ def test_a_secret_is_never_hashed_but_a_rotation_is_seen(host, tmp_path):
     assert changed(host.differences(recorded)) == {"server": [
         line for line in host.differences(recorded)["server"] if line.startswith("secret %s:" % key)]}
     assert host.differences(recorded)["server"]
+
+
+def test_ignored_inputs_are_left_out_on_both_sides(host):
+    recorded = host.record()
+    inputs = {name: dict(entry) for name, entry in host.inputs.items()}
+    inputs["install"]["var install_x"] = "d9"
+    del inputs["nccl"]["role nccl"]
+    assert changed(cs.compare(recorded, inputs, host.observe(cs.covers_of(recorded)),
+                              ignore=("var install_x", "role nccl"))) == {}

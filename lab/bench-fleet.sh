@@ -73,9 +73,12 @@ deploy_cmd() {  # deploy_cmd N ARGS...: deploy.yml on the fleet of N, timed per 
   cmd=(env ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks ansible-playbook -i "$inventory" deploy.yml
        -l blackwell -e "sglang_benchmark_results_dir=$logs/$n/benchmark" "$@" "${extra[@]}")
 }
+# The drift check is given the deploy's variables (the results dir, the arguments after --), as an operator's
+# inventory gives both the same: a variable the deploy had and the check lacks is an input that differs.
 drift_cmd() {  # drift_cmd ARGS...: the drift check of the fleet (ansible.posix.json output for the reporter)
   cmd=(env ANSIBLE_LOAD_CALLBACK_PLUGINS=1 ANSIBLE_STDOUT_CALLBACK=ansible.posix.json
-       ansible-playbook playbooks/drift.yml --check --diff -i "$inventory" -l blackwell "$@")
+       ansible-playbook playbooks/drift.yml --check --diff -i "$inventory" -l blackwell
+       -e "sglang_benchmark_results_dir=$logs/$n/benchmark" "$@" "${extra[@]}")
 }
 
 # measure NAME: runs "${cmd[@]}" (stdout/stderr as the caller redirects them) under fleet_bench.py timed

@@ -33,20 +33,21 @@ options:
     required: true
   forget:
     description:
-      - Compare mode, not in check mode: remove the record when the host differs from it, so a run that goes on to
-        change the host and fails part-way leaves no record a later run could match (a run that ends well writes a
-        new one).
+      - In compare mode, and not in check mode, remove the record when the host differs from it, so a run that goes
+        on to change the host and fails part-way leaves no record a later run could match (a run that ends well
+        writes a new one).
     type: bool
     default: false
   ignore_inputs:
-    description: Compare mode, input names (in every capability) left out of the comparison, e.g. C(tags).
+    description: In compare mode, input names (in every capability) left out of the comparison, e.g. C(tags).
     type: list
     elements: str
     default: []
   covers:
     description:
       - Per capability, what it owns on the host (record mode; compare reads the record's own). Keys C(files) and
-        C(fusion_states) (absolute paths; a glob matches a sorted list), C(listings) (C(path), optional C(glob)),
+        C(fusion_states) (absolute paths; a glob matches a sorted list), C(secrets) (absolute paths, never hashed;
+        their size, change time, inode, mode and owner), C(listings) (C(path), optional C(glob)),
         C(units) (names), C(gpu) (bool), C(http) (C(url), optional C(key_file) whose content is sent as a bearer
         token and never returned).
     type: dict

@@ -31,4 +31,5 @@ def test_a_bad_server_setting_stops_the_deploy_before_any_role_runs(tmp_path, va
     assert not any(result.get("changed") for _name, result in ran)
     roles = {play_task["task"]["name"].split(" : ")[0] for play in report["plays"] for play_task in play["tasks"]
              if " : " in play_task["task"]["name"]}
-    assert roles <= {"sglang_server", "sglang_layout"}, roles  # no gpu_preflight, sglang_install, fusion_patch...
+    # The fast path's comparison reads only (no change above); no gpu_preflight, sglang_install, fusion_patch...
+    assert roles <= {"sglang_server", "sglang_layout", "sglang_fast_path"}, roles

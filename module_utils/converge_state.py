@@ -50,37 +50,43 @@ def _sha256_file(path):
     return digest.hexdigest()
 
 
+def _lstat(path):
+    """(os.lstat's result, None), or (None, what stands for a file that cannot be read: "missing", "unreadable")."""
+    try:
+        return os.lstat(path), None
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as exc:
+        return None, "unreadable (%s)" % exc.strerror
+
+
+def _owner(info):
+    return "mode=%04o uid=%d gid=%d" % (stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid)
+
+
 def describe_path(path):
     """A file's identity as a full run's writers would see it: content, mode and owner, or a link's target."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return "missing"
-    except OSError as exc:
-        return "unreadable (%s)" % exc.strerror
-    owner = "mode=%04o uid=%d gid=%d" % (stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid)
+    info, problem = _lstat(path)
+    if problem:
+        return problem
     if stat.S_ISLNK(info.st_mode):
         return "link to %s" % os.readlink(path)
     if stat.S_ISDIR(info.st_mode):
-        return "directory " + owner
+        return "directory " + _owner(info)
     if not stat.S_ISREG(info.st_mode):
         return "not a regular file"
     try:
-        return "sha256:%s %s" % (_sha256_file(path), owner)
+        return "sha256:%s %s" % (_sha256_file(path), _owner(info))
     except OSError as exc:
         return "unreadable (%s)" % exc.strerror
 
 
 def describe_secret(path):
     """A secret file's identity without a digest of what it holds: size, change time, inode, mode and owner."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return "missing"
-    except OSError as exc:
-        return "unreadable (%s)" % exc.strerror
-    return "size=%d ctime_ns=%d ino=%d mode=%04o uid=%d gid=%d" % (
-        info.st_size, info.st_ctime_ns, info.st_ino, stat.S_IMODE(info.st_mode), info.st_uid, info.st_gid)
+    info, problem = _lstat(path)
+    if problem:
+        return problem
+    return "size=%d ctime_ns=%d ino=%d %s" % (info.st_size, info.st_ctime_ns, info.st_ino, _owner(info))
 
 
 def _expand(pattern):

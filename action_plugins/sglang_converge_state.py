@@ -28,6 +28,7 @@ ARGUMENT_SPEC = {
     "deploy_tags": {"type": "list", "elements": "str", "default": []},
     "forget": {"type": "bool", "default": False},
     "compare_tags": {"type": "bool", "default": True},
+    "ignore_covers": {"type": "list", "elements": "str", "default": []},
 }
 SHARED_CODE = ("library", "module_utils", "filter_plugins", "action_plugins", "plugins", "playbooks")
 _CODE_CACHE = {}
@@ -152,6 +153,8 @@ class ActionModule(ActionBase):
         if not args["compare_tags"]:  # a drift check runs no tagged play: what the converge's tags selected is moot
             del inputs["code"]["tags"]
             module_args["ignore_inputs"] = ["tags"]
+        if args["ignore_covers"]:
+            module_args["ignore_covers"] = args["ignore_covers"]
         if args["mode"] == "record":
             module_args["covers"] = args["covers"]
         result.update(self._execute_module(module_name=self._task.action, module_args=module_args,

@@ -43,6 +43,14 @@ options:
     type: list
     elements: str
     default: []
+  ignore_covers:
+    description:
+      - In compare mode, kinds of I(covers) neither read again nor compared, e.g. C(http) for a deploy, whose full
+        roles never ask the server's health either (a drift check does).
+    type: list
+    elements: str
+    choices: [gpu, http, listings, secrets, units]
+    default: []
   covers:
     description:
       - Per capability, what it owns on the host (record mode; compare reads the record's own). Keys C(files) and
@@ -82,7 +90,6 @@ differences:
 import urllib.error
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
 from ansible.module_utils import atomic_files
 from ansible.module_utils import converge_state
 from ansible.module_utils import nvidia_smi
@@ -91,6 +98,8 @@ from ansible.module_utils import param_checks
 
 def _fetch(url, key_file):
     """The status of GET URL (a bearer token from KEY_FILE when named), or a text saying why there is none."""
+    # Imported here: a deploy's comparison asks no URL, and this import is a good part of the module's start-up.
+    from ansible.module_utils.urls import open_url
     headers = {}
     if key_file:
         try:
@@ -114,7 +123,9 @@ def main():
                            inputs=dict(type="dict", required=True),
                            covers=dict(type="dict", default={}),
                            forget=dict(type="bool", default=False),
-                           ignore_inputs=dict(type="list", elements="str", default=[])),
+                           ignore_inputs=dict(type="list", elements="str", default=[]),
+                           ignore_covers=dict(type="list", elements="str", default=[],
+                                              choices=sorted(converge_state.IGNORABLE_KINDS))),
         supports_check_mode=True,
     )
     refused = param_checks.refusal("sglang_converge_state", module.argument_spec, module.params)
@@ -133,9 +144,10 @@ def main():
         before = atomic_files.read_record(path)
         if module.params["mode"] == "compare":
             recorded = converge_state.parse(before)
-            observed = converge_state.observe(converge_state.covers_of(recorded), run, _fetch,
+            ignored = module.params["ignore_covers"]
+            observed = converge_state.observe(converge_state.covers_of(recorded, ignored), run, _fetch,
                                               nvidia_smi.parse_query_xml)
-            differences = converge_state.compare(recorded, inputs, observed, module.params["ignore_inputs"])
+            differences = converge_state.compare(recorded, inputs, observed, module.params["ignore_inputs"], ignored)
             matched = not any(differences.values())
             forget = module.params["forget"] and not matched and before is not None
             if forget and not module.check_mode:

@@ -31,6 +31,8 @@ import stat
 
 RECORD_VERSION = 1
 COVER_KINDS = ("files", "secrets", "listings", "fusion_states", "units", "gpu", "http")
+# The observation kinds a comparison can leave out, and the key each writes (files and fusion_states share "file ").
+IGNORABLE_KINDS = {"http": "http ", "gpu": "gpu", "units": "unit ", "secrets": "secret ", "listings": "listing "}
 UNIT_PROPERTIES = ("ActiveState", "UnitFileState", "MainPID", "ExecMainStartTimestampMonotonic",
                    "NeedDaemonReload", "FragmentPath", "DropInPaths")
 # What of `nvidia-smi -q -x` identifies the GPUs and driver; temperatures, clocks, link speed and memory in use move
@@ -288,9 +290,11 @@ def _describe_change(kind, name, before, after):
     return "%s: %s at the converge, %s now" % (name, before, after)
 
 
-def compare(recorded, inputs, observed, ignore=()):
+def compare(recorded, inputs, observed, ignore=(), ignore_covers=()):
     """{capability: [difference]} between the record, the controller's INPUTS and the host's OBSERVED now; every
-    capability of either side appears ([] when it matches). Input names in IGNORE are left out on both sides."""
+    capability of either side appears ([] when it matches). Input names in IGNORE are left out on both sides, and
+    what the record observed of the kinds in IGNORE_COVERS (IGNORABLE_KINDS; OBSERVED lacks them: covers_of)."""
+    left_out = tuple(IGNORABLE_KINDS[kind] for kind in ignore_covers)
     if recorded is None:
         return {"record": ["no converge record on the host"]}
     result = {}
@@ -305,10 +309,14 @@ def compare(recorded, inputs, observed, ignore=()):
         lines = _value_differences("input", {key: value for key, value in (entry.get("inputs") or {}).items()
                                              if key not in ignore},
                                    {key: value for key, value in inputs[name].items() if key not in ignore})
-        lines += _value_differences("observed", entry.get("observed") or {}, observed.get(name) or {})
+        then = {key: value for key, value in (entry.get("observed") or {}).items()
+                if not (left_out and key.startswith(left_out))}
+        lines += _value_differences("observed", then, observed.get(name) or {})
         result[name] = lines
     return result
 
 
-def covers_of(recorded):
-    return {name: entry.get("covers") or {} for name, entry in (recorded or {}).items()}
+def covers_of(recorded, ignore=()):
+    """What the record covers, per capability, less the kinds in IGNORE."""
+    return {name: {kind: what for kind, what in (entry.get("covers") or {}).items() if kind not in ignore}
+            for name, entry in (recorded or {}).items()}

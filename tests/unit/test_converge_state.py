@@ -208,3 +208,17 @@ def test_ignored_inputs_are_left_out_on_both_sides(host):
     del inputs["nccl"]["role nccl"]
     assert changed(cs.compare(recorded, inputs, host.observe(cs.covers_of(recorded)),
                               ignore=("var install_x", "role nccl"))) == {}
+
+
+def test_a_kind_left_out_is_neither_asked_again_nor_compared_and_the_rest_still_is(host):
+    recorded = host.record()
+    host.health = 503
+    asked = []
+    host.fetch = lambda url, key_file: asked.append(url) or 503
+    covers = cs.covers_of(recorded, ("http",))
+    assert "http" not in covers["server"] and covers["server"]["units"] == ["sglang"]
+    assert changed(cs.compare(recorded, host.inputs, host.observe(covers), ignore_covers=("http",))) == {}
+    assert asked == []
+    host.unit["MainPID"] = "200"  # the unit is still compared
+    found = changed(cs.compare(recorded, host.inputs, host.observe(covers), ignore_covers=("http",)))
+    assert list(found) == ["server"] and all(not line.startswith("http") for line in found["server"])

@@ -1590,6 +1590,12 @@ def crash_later(server, after):
 
 
 def on_sigterm(signum, _frame):
+    # The handler runs in the main thread between two bytecodes, possibly inside emit() with _log_lock held:
+    # logging here would wait on that lock forever. A thread logs once the main thread lets go of it.
+    threading.Thread(target=shut_down, args=(signum,), daemon=True).start()
+
+
+def shut_down(signum):
     log("SIGTERM received. signum=%d frame=None. Draining requests and shutting down..." % signum)
     log("Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].")
     ulog("Shutting down")

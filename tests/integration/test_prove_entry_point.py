@@ -49,8 +49,7 @@ def prove(tmp_path):
 
     yield run
     for server in servers:
-        server.proc.terminate()
-        server.proc.wait(5)
+        server.stop()
 
 
 def test_a_fused_start_is_proven_and_the_key_stays_out_of_the_report(prove):

@@ -131,10 +131,10 @@ class Standin(object):
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(3)
+                self.proc.wait(HANG_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait(3)
+                self.proc.wait(HANG_S)
         return self.proc.returncode if self.proc else None
 
 
@@ -391,6 +391,26 @@ def test_second_node_serves_no_http(standin):
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", server.port), timeout=0.5)
     assert server.stop() == 0
+
+
+def test_sigterm_while_a_line_is_written_still_shuts_down(tmp_path):
+    """systemctl stop may land while emit() holds the log lock: the stand-in must not wait on itself."""
+    script = tmp_path / "sigterm_in_emit.py"
+    script.write_text(
+        "import importlib.util, os, signal, sys, time\n"
+        "spec = importlib.util.spec_from_file_location('standin', %r)\n"
+        "standin = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(standin)\n"
+        "signal.signal(signal.SIGTERM, standin.on_sigterm)\n"
+        "with standin._log_lock:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.2)  # the handler has run by now, with the lock still held\n"
+        "time.sleep(%r)\n" % (SCRIPT, HANG_S), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=2 * HANG_S,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert "SIGTERM received. signum=%d" % signal.SIGTERM in done.stdout
+    assert re.search(r"Finished server process \[\d+\]", done.stdout)
 
 
 # ---------------------------------------------------------------------------------------------- info APIs

@@ -232,7 +232,13 @@ hashed_bytes: {description: "Bytes hashed from disk by this run (files already t
 seconds: {description: Seconds the fetch took., returned: success, type: float}
 rate_bytes_per_s: {description: Average download rate., returned: success, type: int}
 verified: {description: "How the revision was checked: size, full, or none (check mode before a fetch).", returned: success, type: str}
-model: {description: "What the role publishes of this model: name, revision (hf: the commit), path, manifest_sha256.", returned: success, type: dict}
+model:
+  description:
+    - "What the role publishes of this model: name, revision (hf: the commit), path, manifest_sha256, models_dir,
+      current (the link the server loads it through) and current_target (what that link holds once the server's
+      restart points it at this revision)."
+  returned: success
+  type: dict
 revision: {description: "hf: the commit the revision is placed and recorded under (a branch or tag resolved).", returned: hf sources, type: str}
 requested_revision: {description: "hf: the revision as asked (a commit, branch or tag).", returned: hf sources, type: str}
 progress_file: {description: Where the fetch wrote its progress., returned: when files were fetched, type: str}
@@ -298,9 +304,12 @@ def main():
     except OSError as exc:
         module.fail_json(msg="%s revision %s: %s (%s); a partial copy is never used" % (
             params["name"], params["revision"], exc.strerror or exc, exc.filename or target), changed=False)
-    result["model"] = {"name": params["name"], "revision": result.get("revision") or params["revision"],
-                       "path": result["model_path"],
-                       "manifest_sha256": result["manifest_sha256"]}
+    revision = result.get("revision") or params["revision"]
+    result["model"] = {"name": params["name"], "revision": revision, "path": result["model_path"],
+                       "manifest_sha256": result["manifest_sha256"], "models_dir": params["models_dir"],
+                       "current": model_store.current_link(params["models_dir"], params["name"]),
+                       "current_target": model_store.current_target(params["models_dir"], params["name"], revision,
+                                                                    result["model_path"])}
     if module._diff:
         absent = result["changed"] and source["type"] != "path"
         target = result["model_path"] if source["type"] != "path" else target

@@ -133,22 +133,45 @@ def place(partial, final):
     os.rename(partial, final)
 
 
-def switch_current(models_dir, name, revision):
-    """Point <models>/<name>/current at <revision> atomically; returns the previous target (None without one).
+def current_link(models_dir, name):
+    """Where the server loads <name> from: <models>/<name>/current, whichever revision it points at."""
+    return os.path.join(models_dir, name, CURRENT)
+
+
+def current_target(models_dir, name, revision, model_path):
+    """What the current link holds once it points at this revision, as readlink returns it: the revision's name
+    for a revision under the models directory, the folder itself for a path source's copy elsewhere."""
+    return revision if model_path == revision_dir(models_dir, name, revision) else model_path
+
+
+def switch_current(models_dir, name, revision, check_mode=False):
+    """Point <models>/<name>/current at <revision> atomically; returns (previous target or None, new target).
 
     NOT called by the sglang_model role: the server's restart path owns this switch (a running server must never
-    see its weights change), exactly as it owns the venv's current link. Refuses a revision without a record."""
-    if read_record(models_dir, name, revision) is None or not os.path.isdir(revision_dir(models_dir, name, revision)):
+    see its weights change), exactly as it owns the venv's current link. Refuses a revision without a record or
+    whose folder is gone. check_mode: the same answer, nothing written."""
+    mm.check_name("name", name)
+    mm.check_name("revision", revision)
+    if not os.path.isabs(models_dir):
+        raise ModelError("models_dir must be an absolute path, got %r" % models_dir)
+    record = read_record(models_dir, name, revision)
+    model_path = (record or {}).get("path") or ""
+    if record is None or not os.path.isdir(model_path):
         raise ModelError("%s revision %s is not a verified revision under %s; current left as it was"
                          % (name, revision, models_dir))
-    link = os.path.join(models_dir, name, CURRENT)
+    link = current_link(models_dir, name)
+    target = current_target(models_dir, name, revision, model_path)
     previous = os.readlink(link) if os.path.islink(link) else None
+    if os.path.lexists(link) and previous is None:
+        raise ModelError("%s is not a symbolic link; current left as it was" % link)
+    if previous == target or check_mode:
+        return previous, target
     tmp = os.path.join(models_dir, name, ".current-%d" % os.getpid())
     if os.path.lexists(tmp):
         os.unlink(tmp)
-    os.symlink(revision, tmp)
+    os.symlink(target, tmp)
     os.replace(tmp, link)
-    return previous
+    return previous, target
 
 
 # ------------------------------------------------------------------------------------------------------ HTTP

@@ -254,6 +254,7 @@ NUL_CASES = [
     ("sglang_fusion_patch", {"venv": "{tmp}/venv" + NUL}, "venv"),
     ("sglang_fusion_proof", {"unit_file": "{tmp}/u" + NUL, "log_lines": [], "served": {}}, "unit_file"),
     ("sglang_model_config", {"model_path": "{tmp}/m" + NUL}, "model_path"),
+    ("sglang_model_current", {"models_dir": "{tmp}/models" + NUL, "name": "m", "revision": "r"}, "models_dir"),
     ("sglang_model_fetch", {"name": "m", "revision": "r", "models_dir": "{tmp}/models" + NUL,
                             "source": {"type": "path", "path": "{tmp}/src"}}, "models_dir"),
     ("sglang_nccl_settings", {"venv": "{tmp}/venv", "env_file": "{tmp}/nccl" + NUL + ".env"}, "env_file"),

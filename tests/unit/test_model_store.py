@@ -258,9 +258,26 @@ def test_switch_current_is_atomic_and_refuses_an_unverified_revision(tmp_path, m
     with pytest.raises(ModelError):
         ms.switch_current(models, "m", "r1")
     fetch(tmp_path, mirror)
-    assert ms.switch_current(models, "m", "r1") is None
+    assert ms.switch_current(models, "m", "r1", check_mode=True) == (None, "r1")
+    assert not os.path.lexists(ms.current_link(models, "m"))
+    assert ms.switch_current(models, "m", "r1") == (None, "r1")
     assert os.readlink(os.path.join(models, "m", "current")) == "r1"
-    assert ms.switch_current(models, "m", "r1") == "r1"
+    assert ms.switch_current(models, "m", "r1") == ("r1", "r1")
+
+
+def test_switch_current_points_at_a_path_sources_own_folder_and_never_replaces_a_directory(tmp_path):
+    shared = tmp_path / "shared" / "m-v1"
+    files = make_model(shared, {"config.json": b"{}"})
+    (tmp_path / "m.manifest.json").write_text(json.dumps({"files": files}))
+    models = str(tmp_path / "models")
+    ms.ensure(models, "m", "v1", {"type": "path", "path": str(shared), "manifest": str(tmp_path / "m.manifest.json")})
+    assert ms.current_target(models, "m", "v1", str(shared)) == str(shared)
+    os.makedirs(ms.current_link(models, "m"))  # put there by hand: not ours to replace
+    with pytest.raises(ModelError, match="is not a symbolic link"):
+        ms.switch_current(models, "m", "v1")
+    os.rmdir(ms.current_link(models, "m"))
+    assert ms.switch_current(models, "m", "v1") == (None, str(shared))
+    assert os.listdir(os.path.join(models, "m", "current")) == ["config.json"]
 
 
 def test_manifest_digest_ignores_order():

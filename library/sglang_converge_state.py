@@ -11,7 +11,7 @@ short_description: Record a host's converged state, or compare the host with its
 version_added: "0.1.0"
 description:
   - I(mode=record) reads what I(covers) names on the host (files with content, mode and owner, directory listings,
-    the fusion patch record and every file it lists, units' state, main PID and start, the GPUs and driver, a URL's
+    the sizes of the files under a directory, the fusion patch record and every file it lists, units' state, main PID and start, the GPUs and driver, a URL's
     status) and writes it with I(inputs) to I(record) (JSON, mode 0600, atomically), per capability.
   - I(mode=compare) reads the record, reads every cover it lists again and names, per capability, each input of
     another value (by name, never its value), each input added or gone, and each difference on the host.
@@ -55,7 +55,8 @@ options:
     description:
       - Per capability, what it owns on the host (record mode; compare reads the record's own). Keys C(files) and
         C(fusion_states) (absolute paths; a glob matches a sorted list), C(secrets) (absolute paths, never hashed;
-        their size, change time, inode, mode and owner), C(listings) (C(path), optional C(glob)),
+        their size, change time, inode, mode and owner), C(listings) (C(path), optional C(glob)), C(sizes)
+        (absolute directories; every file under one and its size, no content read, as for a model's weights),
         C(units) (names), C(gpu) (bool), C(http) (C(url), optional C(key_file) whose content is sent as a bearer
         token and never returned).
     type: dict

@@ -9,7 +9,8 @@ fusion_patch, ...):
               action_plugins/sglang_converge_state.py); names only travel, never values
     covers    what on the host it owns: files (a glob matches a sorted list), secrets (never hashed: size, change
               time, inode, mode and owner), listings (names in a directory,
-              optionally matching a glob), fusion_states (a patch record and every file it lists), units (their
+              optionally matching a glob), sizes (every file under a directory and its size: a model's weights,
+              never read), fusion_states (a patch record and every file it lists), units (their
               state, main PID and start), gpu (driver and GPUs as nvidia-smi reports them), http (a URL's status)
     observed  {key: value}: what those covers read at the end of the converge
 
@@ -30,7 +31,7 @@ import os
 import stat
 
 RECORD_VERSION = 1
-COVER_KINDS = ("files", "secrets", "listings", "fusion_states", "units", "gpu", "http")
+COVER_KINDS = ("files", "secrets", "listings", "sizes", "fusion_states", "units", "gpu", "http")
 # The observation kinds a comparison can leave out, and the key each writes (files and fusion_states share "file ").
 IGNORABLE_KINDS = {"http": "http ", "gpu": "gpu", "units": "unit ", "secrets": "secret ", "listings": "listing "}
 UNIT_PROPERTIES = ("ActiveState", "UnitFileState", "MainPID", "ExecMainStartTimestampMonotonic",
@@ -129,6 +130,22 @@ def observe_listings(listings):
     return observed
 
 
+def describe_sizes(directory):
+    """{relative path: size} of every file under DIRECTORY (links and other non-files named as such), or why none:
+    a missing or truncated weight file shows without reading a byte of it."""
+    if not os.path.isdir(directory):
+        return describe_path(directory)
+    sizes = {}
+    for root, dirs, names in os.walk(directory):
+        dirs.sort()
+        for name in names:
+            path = os.path.join(root, name)
+            info, problem = _lstat(path)
+            relative = os.path.relpath(path, directory)
+            sizes[relative] = problem or (info.st_size if stat.S_ISREG(info.st_mode) else "not a regular file")
+    return sizes
+
+
 def observe_fusion_states(paths):
     """The patch record's content and every file it lists (the patched sources)."""
     observed = {}
@@ -194,6 +211,8 @@ def observe(covers, run, fetch, parse_gpu):
         for path in cover.get("secrets") or []:
             seen["secret " + path] = describe_secret(path)
         seen.update(observe_listings(cover.get("listings") or []))
+        for directory in cover.get("sizes") or []:
+            seen["sizes " + directory] = describe_sizes(directory)
         seen.update(observe_fusion_states(cover.get("fusion_states") or []))
         for unit in cover.get("units") or []:
             seen["unit " + unit] = unit_states[unit]
@@ -217,7 +236,7 @@ def cover_problems(covers):
         for kind in cover:
             if kind not in COVER_KINDS:
                 problems.append("covers.%s.%s: unknown (one of %s)" % (capability, kind, ", ".join(COVER_KINDS)))
-        for kind in ("files", "secrets", "fusion_states", "units"):
+        for kind in ("files", "secrets", "sizes", "fusion_states", "units"):
             values = cover.get(kind) or []
             if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
                 problems.append("covers.%s.%s must be a list of non-empty strings" % (capability, kind))
@@ -284,6 +303,15 @@ def _describe_change(kind, name, before, after):
             counts = (len(before.get("gpus") or []), len(after.get("gpus") or []))
             parts.append("the GPUs differ (%d recorded, %d now)" % counts)
         return "gpu: " + "; ".join(parts)
+    if name.startswith("sizes ") and isinstance(before, dict) and isinstance(after, dict):
+        parts = ["%s %s" % (path, "gone" if path not in after else "is new" if path not in before
+                            else "%s -> %s bytes" % (before[path], after[path]))
+                 for path in sorted(set(before) | set(after)) if before.get(path) != after.get(path)]
+        return "%s: %s" % (name, "; ".join(parts[:5]) + ("; and %d more" % (len(parts) - 5) if len(parts) > 5 else ""))
+    if name.startswith("sizes ") and (isinstance(before, dict) or isinstance(after, dict)):
+        def shown(value):
+            return "%d files" % len(value) if isinstance(value, dict) else value
+        return "%s: %s at the converge, %s now" % (name, shown(before), shown(after))
     if name.startswith("file ") and str(before).startswith("sha256:") and str(after).startswith("sha256:"):
         what = "content" if before.split()[0] != after.split()[0] else "mode or owner"
         return "%s: %s differs from its converge" % (name, what)

@@ -2,6 +2,7 @@
 is named, and a host as its converge left it matches."""
 import json
 import os
+import shutil
 
 import pytest
 
@@ -164,6 +165,27 @@ def test_a_current_link_switched_is_named(host, tmp_path):
     assert changed(host.differences(recorded)) == {"install": [
         "file %s: link to %s at the converge, link to %s now" % (tmp_path / "current", tmp_path / "venv",
                                                                  tmp_path / "other")]}
+
+
+def test_a_model_file_truncated_removed_or_added_is_named_without_reading_it(host, tmp_path):
+    revision = tmp_path / "models" / "m" / "r1"
+    (revision / "sub").mkdir(parents=True)
+    for name, size in (("config.json", 2), ("model-1.safetensors", 5000), ("sub/model-2.safetensors", 7000)):
+        (revision / name).write_bytes(b"x" * size)
+    host.covers["model"] = {"sizes": [str(revision)]}
+    host.inputs["model"] = {"var sglang_model_models": "d1"}
+    recorded = host.record()
+    assert recorded["model"]["observed"]["sizes %s" % revision]["sub/model-2.safetensors"] == 7000
+    (revision / "model-1.safetensors").write_bytes(b"y" * 5000)  # same size: left to the scheduled hash
+    assert changed(host.differences(recorded)) == {}
+    os.truncate(str(revision / "sub" / "model-2.safetensors"), 100)
+    (revision / "config.json").unlink()
+    (revision / "extra.bin").write_bytes(b"")
+    assert changed(host.differences(recorded)) == {"model": [
+        "sizes %s: config.json gone; extra.bin is new; sub/model-2.safetensors 7000 -> 100 bytes" % revision]}
+    shutil.rmtree(str(revision))
+    assert changed(host.differences(recorded)) == {"model": [
+        "sizes %s: 3 files at the converge, missing now" % revision]}
 
 
 @pytest.mark.parametrize("text, message", [

@@ -23,6 +23,9 @@ export LAB_CUDA="${LAB_CUDA:-$LAB_CACHE/cuda}"
 # GPU simulation, test lab only (no GPU can exist in CI): an nvidia-smi stand-in that replays a GPU
 # profile directory. Never part of the production roles.
 export LAB_STANDIN="${LAB_STANDIN:-$LAB_DIR/standins/nvidia-smi}"
+# The revision the lab's model mirror serves the stand-in models under (lab/install-standins.sh); the lab inventory's
+# sglang_model_models pin it (tests/unit/test_lab_models.py holds the two equal).
+export LAB_MODEL_REVISION=standin-1
 export LAB_GPU_PROFILES="${LAB_GPU_PROFILES:-$LAB_DIR/gpu-profiles}"
 # Hosts: NAME:SSH_PORT:GPU_PROFILE, space separated; SSH is published on 127.0.0.1 only. The ports
 # are repeated in inventories/lab/hosts.yml.

@@ -2,7 +2,10 @@
 # Lab only: gives a host the SGLang stand-in server and the stand-in model directories.
 #   lab/install-standins.sh lab-gpu1
 # /opt/sglang-standin/: the stand-in (lab/standins/sglang_server_standin.py) and the flag reader it validates
-# command lines with (module_utils/sglang_cli_args.py, the same code the role uses); /srv/models/: lab/models/;
+# command lines with (module_utils/sglang_cli_args.py, the same code the role uses); /srv/models/: lab/models/ (as a
+# model staged by other means: the collection scenario's inventory points there); /srv/model-mirror/: the same models
+# as a mirror serves them (<name>/<revision>/ with a manifest.json: name, size, sha256 per file), which
+# lab-model-mirror.service (Python's http.server on 127.0.0.1:8090) serves to the sglang_model role's http source;
 # /etc/sglang-standin/: its behaviour (config.json) and the environment its unit needs (standin.env).
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
@@ -10,7 +13,8 @@ host=${1:?usage: $0 HOST}
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 install -d "$stage/opt/sglang-standin" "$stage/srv/models" "$stage/etc/sglang-standin" \
-  "$stage/etc/fusion-canary-replay" "$stage/usr/local/bin"
+  "$stage/etc/fusion-canary-replay" "$stage/usr/local/bin" "$stage/srv/model-mirror" \
+  "$stage/etc/systemd/system/multi-user.target.wants"
 # The fusion canary's stand-in replays results the real canary recorded on 2x H200 (pass, and a corrupted rank).
 install -m 0755 "$LAB_DIR/standins/fusion-canary-replay" "$stage/usr/local/bin/"
 install -m 0644 "$LAB_ROOT/tests/fixtures/device/h200x2_fusion_canary.json" "$stage/etc/fusion-canary-replay/pass.json"
@@ -21,6 +25,22 @@ install -m 0755 "$LAB_DIR/standins/sglang_server_standin.py" "$stage/opt/sglang-
 install -m 0644 "$LAB_ROOT/module_utils/sglang_cli_args.py" "$stage/opt/sglang-standin/"
 cp -R "$LAB_DIR/models/kimi-k2.5-standin" "$LAB_DIR/models/kimi-k2.5-eagle3-standin" "$stage/srv/models/"
 chmod -R u=rwX,go=rX "$stage/srv/models"
+for model in kimi-k2.5-standin kimi-k2.5-eagle3-standin; do
+  served="$stage/srv/model-mirror/$model/$LAB_MODEL_REVISION"
+  mkdir -p "$served"
+  cp -R "$LAB_DIR/models/$model/." "$served/"
+  python3 - "$served" <<'PY'
+import hashlib, json, os, sys
+root = sys.argv[1]
+files = [{"name": name, "size": os.path.getsize(os.path.join(root, name)),
+          "sha256": hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest()}
+         for name in sorted(os.listdir(root))]
+json.dump({"files": files}, open(os.path.join(root, "manifest.json"), "w"), indent=1)
+PY
+done
+chmod -R u=rwX,go=rX "$stage/srv/model-mirror"
+install -m 0644 "$LAB_DIR/standins/lab-model-mirror.service" "$stage/etc/systemd/system/"
+ln -s ../lab-model-mirror.service "$stage/etc/systemd/system/multi-user.target.wants/lab-model-mirror.service"
 # The seeds' speeds: 82-90 tok/s single stream without speculation, ~130 projected with EAGLE-3 + fusion; EAGLE-3
 # on NCCL alone set apart (110), so the benchmark gate's auto trials pick fusion in the lab, not by noise. A short
 # "loading" time (1 s; LAB_STANDIN_STARTUP_DELAY_S): the readiness wait is still exercised, and molecule's ~40
@@ -32,6 +52,12 @@ printf 'SGLANG_STANDIN_CLI_ARGS=/opt/sglang-standin\nSGLANG_STANDIN_CONFIG=/etc/
   > "$stage/etc/sglang-standin/standin.env"
 chmod -R u=rwX,go=rX "$stage/etc/sglang-standin"
 chmod -R u=rwX,go=rX "$stage/etc/fusion-canary-replay"
-lab_copy_in "$host" "$stage" opt/sglang-standin srv/models etc/sglang-standin etc/fusion-canary-replay \
-  usr/local/bin/fusion-canary-replay
+lab_copy_in "$host" "$stage" opt/sglang-standin srv/models srv/model-mirror etc/sglang-standin \
+  etc/fusion-canary-replay usr/local/bin/fusion-canary-replay etc/systemd/system/lab-model-mirror.service \
+  etc/systemd/system/multi-user.target.wants/lab-model-mirror.service
+# A container already running (reused by lab/up.sh) starts the mirror now; a new one starts it when it boots.
+if [ "$(podman container inspect --format '{{.State.Running}}' "$host" 2>/dev/null)" = true ]; then
+  podman exec "$host" systemctl daemon-reload
+  podman exec "$host" systemctl restart lab-model-mirror.service
+fi
 echo "lab: $host has the SGLang stand-in server and stand-in models"

@@ -107,7 +107,7 @@ from ansible.module_utils import atomic_files
 
 STATUS_VALUES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 3}
 EXIT_CODES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 2}
-CATEGORIES = ("patch", "packages", "nccl", "environment", "unit", "service", "venv", "driver", "other")
+CATEGORIES = ("patch", "packages", "nccl", "environment", "unit", "service", "venv", "driver", "model", "other")
 DEFAULT_DIFF_LINES = 20
 DEFAULT_KEEP = 30
 
@@ -116,6 +116,7 @@ DEFAULT_KEEP = 30
 # (tests/unit/test_drift_categories.py keeps every entry pointing at a real file).
 PRODUCERS = {
     ("gpu_preflight", "*"): "other",
+    ("sglang_model", "*"): "model",
     ("sglang_install", "account.yml"): "other",
     ("sglang_install", "environment.yml"): "environment",
     ("sglang_install", "lock_check.yml"): "packages",

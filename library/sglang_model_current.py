@@ -11,7 +11,7 @@ short_description: Point a model's current link at a verified revision (the serv
 version_added: "0.1.0"
 description:
   - Points C(<models_dir>/<name>/current) at I(revision), atomically (a new link renamed over the old one). The
-    revision must be one that M(sglang_model_fetch) verified and recorded
+    revision must be one that C(sglang_model_fetch) verified and recorded
     (C(<models_dir>/<name>/.state/<revision>.json)) and whose folder is there.
   - The server loads its model through this link, so only its restart path calls this, right before the restart
     (a running server never sees its weights change).
@@ -57,7 +57,7 @@ target:
   description: What the link holds now (a revision's name, or a path source's own folder).
   returned: success
   type: str
-  sample: 2025-11-01
+  sample: "2025-11-01"
 """
 
 from ansible.module_utils.basic import AnsibleModule

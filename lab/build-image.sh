@@ -12,8 +12,9 @@ set -euo pipefail
 
 # What the roles expect on a fresh GPU host: systemd + D-Bus (the server runs as a unit), python3 with
 # venv and real pip (sglang_install creates venvs with the host's python3), sshd (Ansible connects over
-# SSH, like on a fleet), CA certificates (HTTPS through the proxy), and the usual host tools.
-packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,openssh-server,ca-certificates,iproute2,pciutils,sudo,procps
+# SSH, like on a fleet), CA certificates (HTTPS through the proxy), the usual host tools, and rsync (with its rrsync)
+# for the sglang_model role's peer source, which copies a model between hosts over SSH.
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,openssh-server,ca-certificates,iproute2,pciutils,sudo,procps,rsync
 
 mirror="${LAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 hash="$(sha256sum "$0" | cut -c1-16)"

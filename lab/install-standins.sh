@@ -3,7 +3,7 @@
 #   lab/install-standins.sh lab-gpu1
 # /opt/sglang-standin/: the stand-in (lab/standins/sglang_server_standin.py) and the flag reader it validates
 # command lines with (module_utils/sglang_cli_args.py, the same code the role uses); /srv/models/: lab/models/ (as a
-# model staged by other means: the collection scenario's inventory points there); /srv/model-mirror/: the same models
+# model staged by other means, with <name>.manifest.json beside it: the collection scenario's path source); /srv/model-mirror/: the same models
 # as a mirror serves them (<name>/<revision>/ with a manifest.json: name, size, sha256 per file), which
 # lab-model-mirror.service (Python's http.server on 127.0.0.1:8090) serves to the sglang_model role's http source;
 # /etc/sglang-standin/: its behaviour (config.json) and the environment its unit needs (standin.env).
@@ -24,20 +24,26 @@ echo pass > "$stage/etc/fusion-canary-replay/mode"
 install -m 0755 "$LAB_DIR/standins/sglang_server_standin.py" "$stage/opt/sglang-standin/"
 install -m 0644 "$LAB_ROOT/module_utils/sglang_cli_args.py" "$stage/opt/sglang-standin/"
 cp -R "$LAB_DIR/models/kimi-k2.5-standin" "$LAB_DIR/models/kimi-k2.5-eagle3-standin" "$stage/srv/models/"
-chmod -R u=rwX,go=rX "$stage/srv/models"
-for model in kimi-k2.5-standin kimi-k2.5-eagle3-standin; do
-  served="$stage/srv/model-mirror/$model/$LAB_MODEL_REVISION"
-  mkdir -p "$served"
-  cp -R "$LAB_DIR/models/$model/." "$served/"
-  python3 - "$served" <<'PY'
+write_manifest() {  # write_manifest DIR FILE: the manifest sglang_model checks a revision against
+  python3 - "$1" "$2" <<'PY'
 import hashlib, json, os, sys
 root = sys.argv[1]
 files = [{"name": name, "size": os.path.getsize(os.path.join(root, name)),
           "sha256": hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest()}
          for name in sorted(os.listdir(root))]
-json.dump({"files": files}, open(os.path.join(root, "manifest.json"), "w"), indent=1)
+with open(sys.argv[2], "w") as handle:
+    json.dump({"files": files}, handle, indent=1)
 PY
+}
+for model in kimi-k2.5-standin kimi-k2.5-eagle3-standin; do
+  served="$stage/srv/model-mirror/$model/$LAB_MODEL_REVISION"
+  mkdir -p "$served"
+  cp -R "$LAB_DIR/models/$model/." "$served/"
+  write_manifest "$served" "$served/manifest.json"   # the folder is listed before the file is made
+  # The same revision staged by other means, for the path source (molecule's collection scenario).
+  write_manifest "$stage/srv/models/$model" "$stage/srv/models/$model.manifest.json"
 done
+chmod -R u=rwX,go=rX "$stage/srv/models"
 chmod -R u=rwX,go=rX "$stage/srv/model-mirror"
 install -m 0644 "$LAB_DIR/standins/lab-model-mirror.service" "$stage/etc/systemd/system/"
 ln -s ../lab-model-mirror.service "$stage/etc/systemd/system/multi-user.target.wants/lab-model-mirror.service"

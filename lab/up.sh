@@ -92,4 +92,17 @@ for spec in $LAB_HOSTS; do
     podman exec "$name" systemctl --failed --no-pager --plain >&2 || true
   fi
 done
+# The hosts reach each other by name, as a fleet's hosts do through its DNS (the sglang_model role's peer source
+# copies a model from one lab host to another over SSH): every host's address in every host's /etc/hosts.
+hosts_lines=""
+for spec in $LAB_HOSTS; do
+  IFS=: read -r name _ _ <<< "$spec"
+  address="$(podman container inspect --format '{{.NetworkSettings.IPAddress}}' "$name")"
+  hosts_lines+="$address $name # lab/up.sh"$'\n'
+done
+for spec in $LAB_HOSTS; do
+  IFS=: read -r name _ _ <<< "$spec"
+  printf '%s' "$hosts_lines" | podman exec -i "$name" sh -c \
+    'grep -v " # lab/up.sh$" /etc/hosts > /etc/hosts.lab; cat >> /etc/hosts.lab; cat /etc/hosts.lab > /etc/hosts; rm /etc/hosts.lab'
+done
 echo "lab: up in $((SECONDS - start)) s (started: ${started[*]:-none}); ssh: . lab/env.sh; lab_ssh 2221"

@@ -235,8 +235,9 @@ verified: {description: "How the revision was checked: size, full, or none (chec
 model:
   description:
     - "What the role publishes of this model: name, revision (hf: the commit), path, manifest_sha256, models_dir,
-      current (the link the server loads it through) and current_target (what that link holds once the server's
-      restart points it at this revision)."
+      in_place (false only in check mode, for a revision the real run would still fetch), current (the link the
+      server loads it through) and current_target (what that link holds once the server's restart points it at
+      this revision)."
   returned: success
   type: dict
 revision: {description: "hf: the commit the revision is placed and recorded under (a branch or tag resolved).", returned: hf sources, type: str}
@@ -307,6 +308,8 @@ def main():
     revision = result.get("revision") or params["revision"]
     result["model"] = {"name": params["name"], "revision": revision, "path": result["model_path"],
                        "manifest_sha256": result["manifest_sha256"], "models_dir": params["models_dir"],
+                       # False only in check mode, for a revision the real run would still fetch or copy
+                       "in_place": os.path.isdir(result["model_path"]),
                        "current": model_store.current_link(params["models_dir"], params["name"]),
                        "current_target": model_store.current_target(params["models_dir"], params["name"], revision,
                                                                     result["model_path"])}

@@ -26,3 +26,13 @@ def test_the_inventory_pins_what_the_mirror_serves_and_serves_it_through_the_cur
         assert model["source"] == {"type": "http", "url": "http://127.0.0.1:8090/%s/%s" % (name, served)}
     assert lab["sglang_server_model_path"] == "%s/kimi-k2.5-standin/current" % store
     assert lab["sglang_server_draft_model_path"] == "%s/kimi-k2.5-eagle3-standin/current" % store
+
+
+def test_lab_gpu2_copies_the_same_revisions_from_lab_gpu1_over_ssh():
+    group = yaml.safe_load(read("inventories", "lab", "group_vars", "blackwell.yml"))["sglang_model_models"]
+    peer = yaml.safe_load(read("inventories", "lab", "host_vars", "lab-gpu2.yml"))["sglang_model_models"]
+    assert [(m["name"], m["revision"]) for m in peer] == [(m["name"], m["revision"]) for m in group]
+    assert all(m["source"] == {"type": "peer", "host": "lab-gpu1"} for m in peer)
+    hosts = yaml.safe_load(read("inventories", "lab", "hosts.yml"))["lab"]
+    assert "lab-gpu1" in hosts["children"]["blackwell"]["hosts"]
+    assert hosts["vars"]["sglang_model_peer_address"] == "{{ inventory_hostname }}"

@@ -219,6 +219,19 @@ def test_a_drift_signal_is_recorded_and_the_host_goes_on(host, server):
     assert any(task["task"]["name"] == "Still running" for play in report["plays"] for task in play["tasks"])
 
 
+def test_a_drift_signal_in_one_item_of_a_loop_is_recorded_with_that_items_message(host, server):
+    variables, env, paths = host
+    write_unit(paths["unit"], server)
+    serving(server)
+    message = ("m revision r1: /models/m/r1 does not hold the revision, so it is not used: model.safetensors has 2 "
+               "bytes, the manifest says 0. ")
+    rc, info, _report = drift(variables, env, server, fake_fails=True, fake_loop=True, fake_role="sglang_model",
+                              fake_message=message)
+    assert rc == 0 and info["status"] == "drift" and info["counts"] == {"model": 1}, info
+    assert info["items"][0]["item"] == "sglang_model : Fetch and verify each model revision"
+    assert info["items"][0]["actual"] == message
+
+
 def test_any_other_role_failure_is_an_error(host, server):
     variables, env, paths = host
     write_unit(paths["unit"], server)

@@ -26,6 +26,9 @@ export LAB_STANDIN="${LAB_STANDIN:-$LAB_DIR/standins/nvidia-smi}"
 # The revision the lab's model mirror serves the stand-in models under (lab/install-standins.sh); the lab inventory's
 # sglang_model_models pin it (tests/unit/test_lab_models.py holds the two equal).
 export LAB_MODEL_REVISION=standin-1
+# The commit the lab's Hugging Face Hub stand-in (lab-hf-hub.service) serves the stand-in draft at; the inventory's
+# hf source pins it (tests/unit/test_lab_models.py).
+export LAB_DRAFT_COMMIT=5eed0d0c0ffee0d15ea5e000000000000000d1af
 export LAB_GPU_PROFILES="${LAB_GPU_PROFILES:-$LAB_DIR/gpu-profiles}"
 # Hosts: NAME:SSH_PORT:GPU_PROFILE, space separated; SSH is published on 127.0.0.1 only. The ports
 # are repeated in inventories/lab/hosts.yml.

@@ -18,6 +18,15 @@ for lock in lab/locks/lab-a.txt lab/locks/lab-b.txt; do
     fi
   done
 done
+# The sglang_model role's hf client (its pinned sglang_model_hf_packages, with what they need): the lab's hf source
+# builds that venv offline from here.
+grep -E '^  - [A-Za-z0-9_.-]+==' roles/sglang_model/defaults/main.yml | sed 's/^  - //' | while read -r pin; do
+  name=${pin%%==*}; version=${pin#*==}
+  if ! ls "$house/${name//-/_}-$version-"*.whl >/dev/null 2>&1; then
+    python3 -m pip download -q --only-binary=:all: --python-version 3.11 --platform manylinux_2_28_x86_64 \
+      --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform any -d "$house" "$pin"
+  fi
+done
 ls "$house"
 
 # A real nvcc for the lab hosts (NVIDIA's nvidia-cuda-nvcc wheel from PyPI, the compiler alone): gpu_preflight

@@ -22,6 +22,10 @@ python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["res
   "$LAB_ROOT/tests/fixtures/device/h200x2_fusion_probes.json" > "$stage/etc/fusion-canary-replay/fail.json"
 echo pass > "$stage/etc/fusion-canary-replay/mode"
 install -m 0755 "$LAB_DIR/standins/sglang_server_standin.py" "$stage/opt/sglang-standin/"
+# The Hugging Face Hub stand-in (the tests' own, tests/helpers/hf_standin.py, and the lab's runner beside it) with a
+# token of this host's (root only; the role reads it through the hf source's token_file).
+install -m 0755 "$LAB_DIR/standins/hf-hub-standin" "$stage/opt/sglang-standin/"
+install -m 0644 "$LAB_ROOT/tests/helpers/hf_standin.py" "$stage/opt/sglang-standin/"
 install -m 0644 "$LAB_ROOT/module_utils/sglang_cli_args.py" "$stage/opt/sglang-standin/"
 cp -R "$LAB_DIR/models/kimi-k2.5-standin" "$LAB_DIR/models/kimi-k2.5-eagle3-standin" "$stage/srv/models/"
 write_manifest() {  # write_manifest DIR FILE: the manifest sglang_model checks a revision against
@@ -45,8 +49,10 @@ for model in kimi-k2.5-standin kimi-k2.5-eagle3-standin; do
 done
 chmod -R u=rwX,go=rX "$stage/srv/models"
 chmod -R u=rwX,go=rX "$stage/srv/model-mirror"
-install -m 0644 "$LAB_DIR/standins/lab-model-mirror.service" "$stage/etc/systemd/system/"
-ln -s ../lab-model-mirror.service "$stage/etc/systemd/system/multi-user.target.wants/lab-model-mirror.service"
+for unit in lab-model-mirror.service lab-hf-hub.service; do
+  install -m 0644 "$LAB_DIR/standins/$unit" "$stage/etc/systemd/system/"
+  ln -s "../$unit" "$stage/etc/systemd/system/multi-user.target.wants/$unit"
+done
 # The seeds' speeds: 82-90 tok/s single stream without speculation, ~130 projected with EAGLE-3 + fusion; EAGLE-3
 # on NCCL alone set apart (110), so the benchmark gate's auto trials pick fusion in the lab, not by noise. A short
 # "loading" time (1 s; LAB_STANDIN_STARTUP_DELAY_S): the readiness wait is still exercised, and molecule's ~40
@@ -56,14 +62,18 @@ ln -s ../lab-model-mirror.service "$stage/etc/systemd/system/multi-user.target.w
 printf '{"startup_delay_s": %s, "tokens_per_s": 130, "plain_tokens_per_s": 85, "accept_length": 2.0, "greedy_ties": [3], "allreduce_paths": {"nccl": {"tokens_per_s": 110}, "fusion": {"tie_break": "second"}}}\n' "${LAB_STANDIN_STARTUP_DELAY_S:-1}" > "$stage/etc/sglang-standin/config.json"
 printf 'SGLANG_STANDIN_CLI_ARGS=/opt/sglang-standin\nSGLANG_STANDIN_CONFIG=/etc/sglang-standin/config.json\n' \
   > "$stage/etc/sglang-standin/standin.env"
+printf 'LAB_DRAFT_COMMIT=%s\n' "$LAB_DRAFT_COMMIT" > "$stage/etc/sglang-standin/hf-hub.env"
 chmod -R u=rwX,go=rX "$stage/etc/sglang-standin"
+python3 -c 'import secrets; print("hf_lab_" + secrets.token_hex(16))' > "$stage/etc/sglang-standin/hf-token"
+chmod 0600 "$stage/etc/sglang-standin/hf-token"
 chmod -R u=rwX,go=rX "$stage/etc/fusion-canary-replay"
 lab_copy_in "$host" "$stage" opt/sglang-standin srv/models srv/model-mirror etc/sglang-standin \
   etc/fusion-canary-replay usr/local/bin/fusion-canary-replay etc/systemd/system/lab-model-mirror.service \
-  etc/systemd/system/multi-user.target.wants/lab-model-mirror.service
+  etc/systemd/system/multi-user.target.wants/lab-model-mirror.service etc/systemd/system/lab-hf-hub.service \
+  etc/systemd/system/multi-user.target.wants/lab-hf-hub.service
 # A container already running (reused by lab/up.sh) starts the mirror now; a new one starts it when it boots.
 if [ "$(podman container inspect --format '{{.State.Running}}' "$host" 2>/dev/null)" = true ]; then
   podman exec "$host" systemctl daemon-reload
-  podman exec "$host" systemctl restart lab-model-mirror.service
+  podman exec "$host" systemctl restart lab-model-mirror.service lab-hf-hub.service
 fi
 echo "lab: $host has the SGLang stand-in server and stand-in models"

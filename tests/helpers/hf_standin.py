@@ -86,9 +86,10 @@ def _range_start(header):
 
 
 class StandInHub(object):
-    """The stand-in hub and its CDN. repo: owner/name; files: {name: bytes} of one commit; branches: {name: commit}."""
+    """The stand-in hub and its CDN. repo: owner/name; files: {name: bytes} of one commit; branches: {name: commit};
+    ports: the hub's and the CDN's on 127.0.0.1 (0: any free one)."""
 
-    def __init__(self, repo, files, commit="c0ffee" + "0" * 34, token=None, branches=None):
+    def __init__(self, repo, files, commit="c0ffee" + "0" * 34, token=None, branches=None, ports=(0, 0)):
         self.repo, self.files, self.commit, self.token = repo, dict(files), commit, token
         self.branches = dict(branches or {"main": commit})
         self.served = {}             # name -> bytes served instead of the file (metadata unchanged)
@@ -101,8 +102,8 @@ class StandInHub(object):
         self.token_hits = []         # (pid, cmdline) of processes whose command line held the token
         self.lock = threading.Lock()
         hub = self
-        self.cdn_server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler("cdn"))
-        self.hub_server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler("hub"))
+        self.hub_server = ThreadingHTTPServer(("127.0.0.1", ports[0]), self._handler("hub"))
+        self.cdn_server = ThreadingHTTPServer(("127.0.0.1", ports[1]), self._handler("cdn"))
         self.cdn = "http://127.0.0.1:%d" % self.cdn_server.server_address[1]
         self.endpoint = "http://127.0.0.1:%d" % self.hub_server.server_address[1]
         self.threads = [threading.Thread(target=server.serve_forever, daemon=True)

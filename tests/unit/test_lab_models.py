@@ -1,5 +1,5 @@
-"""The lab gets its models through the sglang_model role: the inventory pins the revision the lab's mirror serves, and
-the server loads each model through its current link in sglang_model's default models directory."""
+"""The lab gets its models through the sglang_model role: the inventory pins what the lab's mirror and hub stand-in
+serve, and the server loads each model through its current link in sglang_model's default models directory."""
 import os
 import re
 
@@ -13,17 +13,23 @@ def read(*parts):
         return handle.read()
 
 
-def test_the_inventory_pins_what_the_mirror_serves_and_serves_it_through_the_current_links():
-    served = re.search(r"^export LAB_MODEL_REVISION=(\S+)$", read("lab", "env.sh"), re.M).group(1)
+def test_the_inventory_pins_what_the_mirror_and_the_hub_serve_and_serves_them_through_the_current_links():
+    env = read("lab", "env.sh")
+    served = re.search(r"^export LAB_MODEL_REVISION=(\S+)$", env, re.M).group(1)
+    commit = re.search(r"^export LAB_DRAFT_COMMIT=([0-9a-f]{40})$", env, re.M).group(1)
     lab = yaml.safe_load(read("inventories", "lab", "group_vars", "blackwell.yml"))
     models = {model["name"]: model for model in lab["sglang_model_models"]}
     assert set(models) == set(re.search(r"for model in ([^;]+);", read("lab", "install-standins.sh")).group(1).split())
     layout = yaml.safe_load(read("roles", "sglang_layout", "defaults", "main.yml"))
     store = yaml.safe_load(read("roles", "sglang_model", "defaults", "main.yml"))["sglang_model_dir"].replace(
         "{{ sglang_layout_home }}", layout["sglang_layout_home"])
-    for name, model in models.items():
-        assert model["revision"] == served
-        assert model["source"] == {"type": "http", "url": "http://127.0.0.1:8090/%s/%s" % (name, served)}
+    target, draft = models["kimi-k2.5-standin"], models["kimi-k2.5-eagle3-standin"]
+    assert target["revision"] == served
+    assert target["source"] == {"type": "http", "url": "http://127.0.0.1:8090/kimi-k2.5-standin/%s" % served}
+    assert draft["revision"] == commit
+    unit = read("lab", "standins", "lab-hf-hub.service")
+    assert "--repo %s " % draft["source"]["repo"] in unit and "--token-file %s " % draft["source"]["token_file"] in unit
+    assert draft["source"]["endpoint"] == "http://127.0.0.1:%s" % re.search(r"--ports (\d+) ", unit).group(1)
     assert lab["sglang_server_model_path"] == "%s/kimi-k2.5-standin/current" % store
     assert lab["sglang_server_draft_model_path"] == "%s/kimi-k2.5-eagle3-standin/current" % store
 

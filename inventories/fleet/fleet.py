@@ -51,6 +51,10 @@ def inventory(count):
                 "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
                                            "-o LogLevel=ERROR -o IdentitiesOnly=yes",
                 "ansible_python_interpreter": "/usr/bin/python3",
+                # How the hosts reach each other (lab/up.sh writes their names into every /etc/hosts), for a peer
+                # model source: the seed's name and port 22, not the controller's 127.0.0.1 forward.
+                "sglang_model_peer_address": "{{ inventory_hostname }}",
+                "sglang_model_peer_port": 22,
             },
         },
         "blackwell": {"hosts": [name for name, _, _ in hosts(count)]},

@@ -20,7 +20,7 @@ DATE = re.compile(r"\b20[2-3]\d-(0[1-9]|1[0-2])\b"
                   r"|\b[0-2]\d:[0-5]\d(:[0-5]\d)? UTC\b")
 # The GPU tool's vocabulary: its call lines (run(kind=..., carry=[...])) and the words of its lending.
 DEVICE_TOOL = re.compile(r"\brun\((kind|command|carry)=|\bcarry=\[|budget_left|\bdevice time\b|\bdevice tool\b"
-                         r"|`device` tool|\blease\b|\blent\b|\bwarm machine\b", re.IGNORECASE)
+                         r"|`device` tool|\bdevice machine|\blease\b|\blent\b|\bwarm machine\b", re.IGNORECASE)
 BEGIN = re.compile(r"^<!-- BEGIN .*generated.*-->\s*$", re.IGNORECASE)
 END = re.compile(r"^<!-- END .*-->\s*$")
 
@@ -60,7 +60,7 @@ def test_the_check_finds_dates_and_tool_calls_outside_generated_blocks_only():
         "Measured on 2026-12-04: 272 tok/s.",                                   # 1: a run's date
         "Before it, the run of Dec 4 at 07:38 UTC passed.",                     # 2: month name and a clock time
         "#   run(kind=\"nvidia-h200\", carry=[\".device/carry\"])",             # 3: a tool call
-        "No machine of 8 GPUs was lent.",                                       # 4: the tool's lending
+        "No machine of 8 GPUs was lent to the device machine.",                 # 4: the tool's lending
         "<!-- BEGIN REAL SERVER: generated from tests/fixtures by x.py -->",
         "| run | 2026-12-04: sglang 0.5.17 |",                                   # inside the block: allowed
         "<!-- END REAL SERVER -->",

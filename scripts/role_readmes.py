@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Each role's README.md: its variables table, generated from the role's meta/argument_specs.yml.
 
-A role's README is prose a person writes (purpose, requirements, example, its docs page) around one generated block, the variables of each
-entry point, between the BEGIN/END markers below. This script writes that block (and a first README for a role
-without one); tests/unit/test_role_readmes.py fails when a block differs from the argument specs, so the table
-and the specs cannot drift apart.
+A role's README is prose a person writes (purpose, requirements, example, its docs page) around one generated
+block, the variables of each entry point, between the BEGIN/END markers below. This script writes that block
+(and a first README for a role without one); tests/unit/test_role_readmes.py fails when a block differs from the
+argument specs, so the table and the specs cannot drift apart.
 
     scripts/role_readmes.py            # rewrite the generated blocks (and create missing READMEs)
     scripts/role_readmes.py --check    # exit 1 and name the roles whose README is missing or stale

@@ -5,7 +5,7 @@ Offline and without a GPU: Hugging Face transformers runs the random Qwen3 that 
 e2e run's own prompts (sglang_e2e.PROMPTS), greedy, in bfloat16 (the server's dtype) and in float32. Each decision
 records its token, the runner-up and the gap between their logits; a gap of 0 in bfloat16 is a tie that any other
 kernel may break the other way. This is how the one greedy mismatch of the 1x H200 run was explained before the
-real server's own logprobs were recorded (docs/device-sglang-e2e.md).
+real server's own logprobs were recorded (scripts/device/README.md).
 
     make_test_model.py --out DIR --hidden 2048 --layers 4        # the e2e's model (sglang_e2e.HIDDEN, LAYERS)
     greedy_margins.py --model DIR/target [--tokens 8] > tests/fixtures/device/test_model_greedy_margins_cpu.json

@@ -1,6 +1,6 @@
 """The device e2e's test models (scripts/device/make_test_model.py): the DeepseekV3 family's weight layout, its
 Kimi-K2.5 MLA EAGLE-3 draft's, and its decisiveness read on the CPU (test_model_deepseek_v3_greedy_margins_cpu.json,
-written by greedy_margins.py as docs/device-sglang-e2e.md says)."""
+written by greedy_margins.py as scripts/device/README.md says)."""
 import json
 import math
 import os

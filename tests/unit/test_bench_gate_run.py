@@ -83,10 +83,12 @@ def test_recording_writes_the_baseline_file_and_says_what_it_holds(tmp_path):
 
 def test_a_new_baseline_of_the_same_settings_replaces_the_old_one(tmp_path):
     record(tmp_path, measurement(85.0))
-    again = record(tmp_path, measurement(90.0), now=LATER)
+    again = record(tmp_path, measurement(90.0), now=None)  # the time of the recording
     assert "replaced_baseline" not in again["artifacts"] and "kept as" not in again["message"]
     assert os.listdir(str(tmp_path / "baselines")) == ["h1.json"]
-    assert read(tmp_path / "baselines" / "h1.json")["median_output_tok_s"] == 90.0
+    baseline = read(tmp_path / "baselines" / "h1.json")
+    assert baseline["median_output_tok_s"] == 90.0
+    assert datetime.datetime.fromisoformat(baseline["recorded_at"]).utcoffset() == datetime.timedelta(0)
 
 
 @pytest.mark.parametrize("old", [

@@ -87,11 +87,20 @@ def record_baseline(p, measurement, summary, now=None):
                 "settings": bench_gate.comparable_settings(measurement["settings"]),
                 "server": measurement.get("server", {}), "client": measurement.get("client", {}),
                 "completions": measurement.get("completions", []), "context": p["context"]}
-    os.makedirs(os.path.dirname(os.path.abspath(p["baseline_file"])), exist_ok=True)
     baseline = json_safe(baseline)  # a NaN or infinite number anywhere (a logprob, a setting) is recorded as null
-    kept = keep_other_baseline(p["baseline_file"], baseline["settings"], now)
-    atomic_files.write_atomic(p["baseline_file"], (json.dumps(baseline, indent=1, sort_keys=True, allow_nan=False)
-                                                   + "\n").encode())
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(p["baseline_file"])), exist_ok=True)
+        kept = keep_other_baseline(p["baseline_file"], baseline["settings"], now)
+        try:
+            atomic_files.write_atomic(p["baseline_file"], (json.dumps(baseline, indent=1, sort_keys=True,
+                                                                      allow_nan=False) + "\n").encode())
+        except OSError:
+            if kept:  # no half-done record: the baseline it was to replace goes back where it was
+                os.replace(kept, p["baseline_file"])
+            raise
+    except OSError as exc:
+        raise GateFailure("%s: could not record the baseline in %s: %s" % (p["host"], p["baseline_file"], exc),
+                          summary=summary)
     artifacts = dict({"baseline": p["baseline_file"]}, **({"replaced_baseline": kept} if kept else {}))
     return dict(changed=True, passed=True, failures=[], summary=summary, artifacts=artifacts,
                 message="%s: baseline recorded: median %.1f tok/s at concurrency %d, %d completions, in %s%s"

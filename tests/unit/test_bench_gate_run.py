@@ -110,6 +110,28 @@ def test_a_baseline_it_cannot_be_compared_with_is_kept_aside_not_overwritten(tmp
     assert read(baselines / "h1.json")["median_output_tok_s"] == 70.0
 
 
+def test_a_baseline_folder_that_cannot_be_made_is_the_gates_own_message(tmp_path):
+    (tmp_path / "baselines").write_text("a file where the folder goes")
+    with pytest.raises(gr.GateFailure) as raised:
+        record(tmp_path, measurement(70.0))
+    assert raised.value.msg.startswith("h1: could not record the baseline in %s: " % (tmp_path / "baselines" / "h1.json"))
+    assert "summary" in raised.value.fields
+
+
+def test_a_baseline_that_cannot_be_written_puts_the_one_it_was_to_replace_back(tmp_path, monkeypatch):
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    (baselines / "h1.json").write_text("[1, 2]")
+
+    def full_disk(path, data, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(gr.atomic_files, "write_atomic", full_disk)
+    with pytest.raises(gr.GateFailure) as raised:
+        record(tmp_path, measurement(70.0), now=LATER)
+    assert "No space left on device" in raised.value.msg
+    assert sorted(os.listdir(str(baselines))) == ["h1.json"] and (baselines / "h1.json").read_text() == "[1, 2]"
+
+
 def test_keep_other_baseline_moves_nothing_when_there_is_none_and_names_a_file_without_a_suffix(tmp_path):
     assert gr.keep_other_baseline(str(tmp_path / "none.json"), SETTINGS, NOW) is None
     bare = tmp_path / "h1"

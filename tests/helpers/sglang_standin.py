@@ -24,7 +24,8 @@ if STANDINS not in sys.path:  # the package as the entry script imports it
     sys.path.insert(0, STANDINS)
 
 # pylint: disable=wrong-import-position
-from sglang_standin import allreduce, flags, generation, http_api, metrics, server as server_module  # noqa: E402,F401
+from sglang_standin import (  # noqa: E402,F401  (the modules the tests call)
+    allreduce, flag_table, flags, generation, http_api, metrics, server as server_module)
 from sglang_standin import config as standin_config  # noqa: E402
 
 FUSION = ["--flashinfer-allreduce-fusion-backend", "trtllm"]

@@ -8,7 +8,7 @@ import sys
 import sysconfig
 
 from sglang_standin.config import STANDIN
-from sglang_standin.flag_table import PROG, build_parser
+from sglang_standin.flag_table import PROG, build_parser, human_readable_int
 
 CLI_ARGS_ENV = "SGLANG_STANDIN_CLI_ARGS"
 
@@ -163,7 +163,8 @@ def parse_flags(argv):
                     extra[dest] = value
                     continue
                 kind = actions[dest].type
-                if kind in (int, float) and value is not None and not isinstance(value, (list, bool)):
+                if kind in (int, float, human_readable_int) and value is not None \
+                        and not isinstance(value, (list, bool)):
                     value = kind(value)
                 setattr(namespace, dest, value)
             return namespace, extra, how

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Lab only: gives a host the SGLang stand-in server and the stand-in model directories.
 #   lab/install-standins.sh lab-gpu1
-# /opt/sglang-standin/: the stand-in (lab/standins/sglang_server_standin.py) and the flag reader it validates
-# command lines with (module_utils/sglang_cli_args.py, the same code the role uses); /srv/models/: lab/models/ (as a
+# /opt/sglang-standin/: the stand-in (lab/standins/sglang_server_standin.py and its package sglang_standin/) and the
+# flag reader it validates command lines with (module_utils/sglang_cli_args.py, the same code the role uses, with
+# the pkg_versions.py it imports); /srv/models/: lab/models/ (as a
 # model staged by other means, with <name>.manifest.json beside it: the collection scenario's path source); /srv/model-mirror/: the same models
 # as a mirror serves them (<name>/<revision>/ with a manifest.json: name, size, sha256 per file), which
 # lab-model-mirror.service (Python's http.server on 127.0.0.1:8090) serves to the sglang_model role's http source;
@@ -22,11 +23,14 @@ python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["res
   "$LAB_ROOT/tests/fixtures/device/h200x2_fusion_probes.json" > "$stage/etc/fusion-canary-replay/fail.json"
 echo pass > "$stage/etc/fusion-canary-replay/mode"
 install -m 0755 "$LAB_DIR/standins/sglang_server_standin.py" "$stage/opt/sglang-standin/"
+install -d "$stage/opt/sglang-standin/sglang_standin"
+install -m 0644 "$LAB_DIR"/standins/sglang_standin/*.py "$stage/opt/sglang-standin/sglang_standin/"
 # The Hugging Face Hub stand-in (the tests' own, tests/helpers/hf_standin.py, and the lab's runner beside it) with a
 # token of this host's (root only; the role reads it through the hf source's token_file).
 install -m 0755 "$LAB_DIR/standins/hf-hub-standin" "$stage/opt/sglang-standin/"
 install -m 0644 "$LAB_ROOT/tests/helpers/hf_standin.py" "$stage/opt/sglang-standin/"
-install -m 0644 "$LAB_ROOT/module_utils/sglang_cli_args.py" "$stage/opt/sglang-standin/"
+install -m 0644 "$LAB_ROOT/module_utils/sglang_cli_args.py" "$LAB_ROOT/module_utils/pkg_versions.py" \
+  "$stage/opt/sglang-standin/"
 cp -R "$LAB_DIR/models/kimi-k2.5-standin" "$LAB_DIR/models/kimi-k2.5-eagle3-standin" "$stage/srv/models/"
 write_manifest() {  # write_manifest DIR FILE: the manifest sglang_model checks a revision against
   python3 - "$1" "$2" <<'PY'

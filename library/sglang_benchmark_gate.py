@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Ansible shell around module_utils/bench_gate.py and module_utils/bench_report.py (runs on the controller)."""
+"""Ansible shell around module_utils/bench_gate_run.py (runs on the controller)."""
 from __future__ import annotations
 
 DOCUMENTATION = r"""
@@ -154,89 +154,9 @@ artifacts:
   type: dict
 """
 
-import datetime
-import json
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils import atomic_files
-from ansible.module_utils import bench_gate
-from ansible.module_utils import bench_report
-from ansible.module_utils.finite_numbers import finite, json_safe, rate_problem
+from ansible.module_utils import bench_gate_run
 from ansible.module_utils import param_checks
-
-
-def _load_baseline(path):
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise bench_gate.GateInputError("cannot read the baseline file %s: %s" % (path, exc))
-
-
-def _record(module, p, measurement, summary, num_prompts):
-    stats = summary.get(p["gate_concurrency"])
-    if stats is None or stats["counted"] != stats["runs"] or stats["median_output_tok_s"] is None:
-        problems = stats["problems"] if stats else ["no runs at concurrency %d" % p["gate_concurrency"]]
-        module.fail_json(msg="%s: cannot record a baseline from an incomplete measurement: %s"
-                         % (p["host"], "; ".join(problems) or "no counted run"), summary=summary)
-    problem = rate_problem(stats["median_output_tok_s"], "the median output throughput")
-    if problem:  # every counted run is a finite rate above 0, so is their median; a check where it is written
-        module.fail_json(msg="%s: cannot record a baseline: %s" % (p["host"], problem), summary=summary)
-    broken = [c for c in measurement.get("completions", []) if c.get("error")]
-    if p["correctness"] and (broken or not measurement.get("completions")):
-        module.fail_json(msg="%s: cannot record baseline completions: %s"
-                         % (p["host"], "; ".join(c["error"] for c in broken) or "none were measured"))
-    now = datetime.datetime.now(datetime.timezone.utc)
-    baseline = {"host": p["host"], "recorded_at": now.isoformat(),
-                "median_output_tok_s": stats["median_output_tok_s"], "summary": summary,
-                "settings": bench_gate.comparable_settings(measurement["settings"]),
-                "server": measurement.get("server", {}), "client": measurement.get("client", {}),
-                "completions": measurement.get("completions", []), "context": p["context"]}
-    os.makedirs(os.path.dirname(os.path.abspath(p["baseline_file"])), exist_ok=True)
-    baseline = json_safe(baseline)  # a NaN or infinite number anywhere (a logprob, a setting) is recorded as null
-    kept = _keep_other_baseline(p["baseline_file"], baseline["settings"], now)
-    atomic_files.write_atomic(p["baseline_file"], (json.dumps(baseline, indent=1, sort_keys=True, allow_nan=False)
-                                                   + "\n").encode())
-    artifacts = dict({"baseline": p["baseline_file"]}, **({"replaced_baseline": kept} if kept else {}))
-    module.exit_json(changed=True, passed=True, failures=[], summary=summary, artifacts=artifacts,
-                     message="%s: baseline recorded: median %.1f tok/s at concurrency %d, %d completions, in %s%s"
-                     % (p["host"], stats["median_output_tok_s"], p["gate_concurrency"],
-                        len(baseline["completions"]), p["baseline_file"],
-                        " (the one it replaces, not comparable with it, is kept as %s)" % kept if kept else ""))
-
-
-def _keep_other_baseline(path, settings, now):
-    """Moves aside a recorded baseline that is unreadable, holds no usable throughput or was measured with settings
-    other than SETTINGS (the one a new recording would otherwise overwrite is then not lost); its new path, or
-    None."""
-    try:
-        old = _load_baseline(path)
-        if old is not None:
-            bench_gate.recorded_tok_s(old, path)
-    except bench_gate.GateInputError:
-        old = {}
-    if old is None or old.get("settings") == settings:
-        return None
-    root, ext = os.path.splitext(path)
-    kept = "%s.replaced-%s%s" % (root, now.strftime("%Y%m%dT%H%M%S.%fZ"), ext or ".json")
-    os.replace(path, kept)
-    return kept
-
-
-def _baseline_number(p, baseline):
-    if p["baseline_mode"] == "static":
-        if p["baseline_tok_s"] is None or rate_problem(p["baseline_tok_s"], "baseline_tok_s"):
-            raise bench_gate.GateInputError("baseline_mode static needs baseline_tok_s, a finite number above 0")
-        return p["baseline_tok_s"], "static"
-    if baseline is None:
-        raise bench_gate.GateInputError("no recorded baseline at %s (baseline_mode %s)"
-                                        % (p["baseline_file"], p["baseline_mode"]))
-    tok_s = bench_gate.recorded_tok_s(baseline, p["baseline_file"])
-    return tok_s, "%s, recorded %s" % (p["baseline_mode"], baseline.get("recorded_at", "at an unrecorded time"))
-
 
 ARGUMENT_SPEC = dict(
     host=dict(type="str", required=True),
@@ -264,13 +184,8 @@ def _module():
         return AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=False)
     except OverflowError:
         pass  # reported below, outside the handler (fail_json inside it would attach the exception)
-    floats = sorted(name for name, spec in ARGUMENT_SPEC.items() if spec.get("type") == "float")
-    raw = {name: dict(spec, type="raw") if name in floats else spec for name, spec in ARGUMENT_SPEC.items()}
-    module = AnsibleModule(argument_spec=raw, supports_check_mode=False)
-    huge = [name for name in floats if isinstance(module.params.get(name), int)
-            and not isinstance(module.params[name], bool) and finite(module.params[name]) is None]
-    module.fail_json(msg="benchmark gate refused its inputs, nothing written: too large for a number (an integer "
-                     "no float holds): %s" % ", ".join(huge or floats))
+    module = AnsibleModule(argument_spec=bench_gate_run.raw_floats(ARGUMENT_SPEC), supports_check_mode=False)
+    module.fail_json(msg=bench_gate_run.too_large(ARGUMENT_SPEC, module.params))
     return None  # not reached: fail_json exits
 
 
@@ -279,73 +194,11 @@ def main():
     refused = param_checks.refusal("sglang_benchmark_gate", module.argument_spec, module.params)
     if refused:
         module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
-    p = module.params
-    measurement = p["measurement"]
-    problems = bench_gate.input_problems(p["host"], p["margin_pct"], p["gate_concurrency"], p["min_match_rate"],
-                                         p["baseline_tok_s"], p["tie_max_gap"])
-    if problems:
-        module.fail_json(msg="benchmark gate refused its inputs, nothing written: %s" % "; ".join(problems))
     try:
-        num_prompts = bench_gate.count((measurement.get("settings") or {}).get("num_prompts"),
-                                       "measurement settings.num_prompts")
-        summary = bench_gate.summarize(measurement.get("runs", []), num_prompts)
-        if p["record_baseline"]:
-            _record(module, p, measurement, summary, num_prompts)
-        baseline = _load_baseline(p["baseline_file"])
-        baseline_tok_s, source = _baseline_number(p, baseline)
-        if baseline is not None and (p["baseline_mode"] != "static" or p["correctness"]):
-            want = json_safe(bench_gate.comparable_settings(measurement["settings"]))
-            if baseline.get("settings") != want:
-                raise bench_gate.GateInputError(
-                    "the baseline in %s was measured with other settings (%s), this run with %s: record it again "
-                    "(a deploy or playbooks/benchmark.yml measures a new one when the recorded one does not fit "
-                    "its settings: two more restarts)"
-                    % (p["baseline_file"], baseline.get("settings"), want))
-        correctness = None
-        if p["correctness"]:
-            if baseline is None:
-                raise bench_gate.GateInputError(
-                    "no recorded completions to check correctness against (%s): record a baseline first "
-                    "(sglang_benchmark_record_baseline=true on a known-good server, or baseline_mode ab)"
-                    % p["baseline_file"])
-            broken = [c for c in measurement.get("completions", []) if c.get("error")]
-            if broken:
-                correctness = {"prompts": len(measurement["completions"]), "match_rate": 0.0,
-                               "rows": [], "errors": [c["error"] for c in broken]}
-            else:
-                correctness = bench_gate.compare_completions(baseline["completions"], measurement["completions"],
-                                                             p["tie_max_gap"])
-        verdict = bench_gate.judge(summary, p["gate_concurrency"], baseline_tok_s, p["margin_pct"], correctness,
-                                   p["min_match_rate"])
-    except (bench_gate.GateInputError, KeyError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
-        module.fail_json(msg="%s: benchmark gate cannot judge: %s" % (p["host"], exc))
-    message = bench_gate.describe(p["host"], verdict, summary, source, correctness, p["min_match_rate"])
-    if p["allreduce"]:
-        message += " All-reduce path (auto, every candidate measured): %s." % p["allreduce"].get("why", "")
-    stats = summary[p["gate_concurrency"]]
-    if not p["write_artifacts"]:
-        module.exit_json(changed=False, passed=verdict["passed"], message=message, failures=verdict["failures"],
-                         verdict={k: verdict[k] for k in ("median_tok_s", "bar_tok_s", "baseline_tok_s",
-                                                          "margin_pct", "gate_concurrency")},
-                         summary={str(k): v for k, v in summary.items()}, correctness=correctness, artifacts={})
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    record = dict(verdict, stamp=stamp, host=p["host"], message=message, summary=summary,
-                  spread_pct=stats["spread_pct"], accept_length=stats["accept_length"],
-                  match_rate=correctness["match_rate"] if correctness else None, correctness=correctness,
-                  baseline_source=source, measurement=measurement, context=p["context"],
-                  venv=p["context"].get("venv"), sglang=(measurement.get("client") or {}).get("sglang"),
-                  rolled_back=p["context"].get("rolled_back"), allreduce=p["allreduce"] or None)
-    record = json_safe(record)  # a NaN the client wrote into a run that did not count is recorded as null
-    try:
-        artifacts = bench_report.write_artifacts(p["results_dir"], p["host"], record)
-    except (OSError, ImportError) as exc:
-        module.fail_json(msg="%s: could not write the benchmark artifacts under %s: %s"
-                         % (p["host"], p["results_dir"], exc), passed=verdict["passed"], message=message)
-    # Reports are not managed state: a re-run that writes new ones has changed nothing on any host.
-    module.exit_json(changed=False, passed=verdict["passed"], message=message, failures=verdict["failures"],
-                     verdict={k: verdict[k] for k in ("median_tok_s", "bar_tok_s", "baseline_tok_s", "margin_pct",
-                                                      "gate_concurrency")},
-                     summary={str(k): v for k, v in summary.items()}, correctness=correctness, artifacts=artifacts)
+        result = bench_gate_run.run(module.params)
+    except bench_gate_run.GateFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.fields)
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 
 Input is what roles/sglang_benchmark/files/bench_runner.py prints: SGLang's own benchmark client's JSON result
 line per run (``sglang.benchmark.serving`` / ``sglang.bench_serving`` ``--output-file``), plus greedy completions
-of a fixed prompt set. Pure functions; the module library/sglang_benchmark_gate.py is the shell around them.
+of a fixed prompt set. Pure functions; module_utils/bench_gate_run.py runs them for the module
+library/sglang_benchmark_gate.py (its shell).
 
-Rules (the reasons are in the role's README section):
+Rules (the reasons are in docs/benchmark-gate.md):
   * a run counts only when ``completed == num_prompts``: a run whose requests failed still writes a line;
   * throughput is the median of the counted runs' ``output_throughput`` at each concurrency; the gate reads the
     single-stream one (concurrency 1, the number the seeds report) unless told another;

@@ -30,53 +30,11 @@ the counted ones come last); earlier failed results are reported as ``ignored_fa
 Exit code: 0 every host clean, 1 drift somewhere (and no error), 2 an error or an unreachable host anywhere, or an
 input that is not a run (no hosts, not JSON).
 
-Drift items and their category
-------------------------------
-One item per changed result (per changed loop item for loops), per probe finding, per counted failure and per
-unreachable host: the task name as Ansible prints it ("sglang_server : Write the unit"), a category, a summary
-(the result's ``msg``, the sites a patch would touch, a smoke check's mismatches) and a unified diff rendered from
-the result's ``diff`` (a list or a mapping of ``before``/``after`` strings or mappings, with optional
-``before_header``/``after_header``, or ``prepared`` text), cut to ``--diff-lines`` lines.
-
-Categories are explicit, never read from task names (a renamed task reports the same):
-
-* a probe finding carries its own ``category`` (one of CATEGORIES; anything else counts as ``other``);
-* a change is categorised by the files its result names (PATH_TABLE, when every file maps to one category:
-  ``nccl.env`` and the NCCL start-up hook nccl, other ``*.env`` environment, ``*.service`` unit, a lock copy
-  packages), else by a lock
-  smoke report in its output (packages), else by the task file that produced it: PRODUCERS maps
-  ``roles/<role>/tasks/<file>`` (read from the task's ``path`` in the callback output) to a category.
-Drift probes (the convention roles/sglang_drift follows)
--------------------------------------------------------
-A probe is an ``ansible.builtin.set_fact`` of a fact named ``sglang_drift_finding`` (roles/sglang_drift) or
-``drift`` (a playbook's own probe), read from ``ansible_facts`` (a top-level key in the result is read too); its
-result, never ``changed`` or ``failed``, says what it found. The value is a mapping, or a list of mappings, with these keys:
-
-    item       what was compared (a path, a unit, a URL); default: the task name without its role prefix
-    expected   the deployed / intended value (any JSON value)
-    actual     what the host has now (any JSON value)
-    category   one of CATEGORIES (required; a missing or unknown one counts as ``other``)
-    drifted    optional bool; when absent, drift means expected != actual (compared as JSON values)
-    detail     optional text shown under the item
-    secondary  optional bool: a consequence of other drift (for example "the next deploy restarts the
-               server"); counted only when the host has no other drift item, otherwise listed, uncounted
-    note       optional text for a clean check (for example "no record yet"), kept in the report's checks
-
-A null, empty mapping or empty list means "nothing to compare" (clean, not recorded).
-
-    - name: "Drift probe: GPU driver is the one the last deploy ran on"
-      ansible.builtin.set_fact:
-        sglang_drift_finding:
-          item: /var/lib/sglang/deployed-driver
-          expected: "{{ recorded }}"
-          actual: "{{ nvidia_gpu.driver_version }}"
-          category: driver
-
-Every probe finding, clean or not, is kept in the report's ``checks`` for the host. A probe task that itself
-failed (and was not rescued) is an error like any other failed task. A check that can only fail (an assert
-of a role) becomes a probe with block/rescue: the rescue sets its finding (``drifted: true``) from
-``ansible_failed_result``; the recap then counts the failure as rescued, not as an error
-(roles/sglang_drift/tasks/role_failed.yml does this for the deploy roles' known drift signals).
+Items, categories and probes
+----------------------------
+module_utils/drift_items.py makes the items (one per changed result, probe finding, counted failure and
+unreachable host) and says the convention a drift probe follows; module_utils/drift_categories.py files each
+item under a category.
 
 Outputs
 -------
@@ -96,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import difflib
 import json
 import math
 import os
@@ -104,48 +61,13 @@ import re
 import sys
 
 from ansible.module_utils import atomic_files
+from ansible.module_utils import drift_items as di
+from ansible.module_utils.drift_categories import CATEGORIES
 
 STATUS_VALUES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 3}
 EXIT_CODES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 2}
-CATEGORIES = ("patch", "packages", "nccl", "environment", "unit", "service", "venv", "driver", "model", "other")
-DEFAULT_DIFF_LINES = 20
 DEFAULT_KEEP = 30
-
-# What a deploy role's task file changes, by roles/<role>/tasks/<file> ("*": the role's other files). The task
-# file is where a change is produced: renaming a task keeps its category, moving it to another file is a decision
-# (tests/unit/test_drift_categories.py keeps every entry pointing at a real file).
-PRODUCERS = {
-    ("gpu_preflight", "*"): "other",
-    ("sglang_model", "*"): "model",
-    ("sglang_install", "account.yml"): "other",
-    ("sglang_install", "environment.yml"): "environment",
-    ("sglang_install", "lock_check.yml"): "packages",
-    ("sglang_install", "*"): "venv",
-    ("fusion_patch", "*"): "patch",
-    ("sglang_allreduce", "*"): "environment",
-    ("nccl_tuning", "*"): "nccl",
-    ("sglang_server", "api_key.yml"): "environment",
-    ("sglang_server", "unit.yml"): "unit",
-    ("sglang_server", "*"): "service",
-}
-# The first rule a path matches decides its category: nccl_tuning's environment file is NCCL drift like its hook
-# (docs/drift.md), before every other *.env file.
-PATH_TABLE = (
-    (r"(?:^|/)nccl\.env$", "nccl"),
-    (r"\.env$", "environment"),
-    (r"\.service$", "unit"),
-    (r"sglang_nccl_env\.(py|pth)$", "nccl"),
-    (r"/locks/[^/]+\.txt$", "packages"),
-)
-_PATH_RULES = [(re.compile(pattern), category) for pattern, category in PATH_TABLE]
-_TASK_FILE = re.compile(r"(?:^|/)roles/([^/]+)/tasks/([^/:]+?)(?::\d+)?$")
-_ROLE_PREFIX = re.compile(r"^[A-Za-z0-9_.-]+ : ")
-# The fact a probe sets: sglang_drift_finding in roles/sglang_drift (its prefix), drift in a playbook's own probes.
-FINDING_FACTS = ("sglang_drift_finding", "drift")
-_PROBE_PREFIX = re.compile(r"^drift probe:\s*", re.IGNORECASE)
 REPORT_NAME = re.compile(r"^drift-\d{8}T\d{6}Z(?:-\d+)?\.json$")
-_HEADER_SUFFIX = re.compile(r" \((before|after)\)$")
-_SITE_STATUSES = ("would_patch", "patch", "would_restore", "restore", "patched")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -278,327 +200,10 @@ def run_window(run):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Categories, diffs, summaries
+# The verdict per host
 
 
-def producer(task_path):
-    """(role, task file) of a task path such as .../roles/sglang_server/tasks/unit.yml:12, or None."""
-    match = _TASK_FILE.search(task_path or "")
-    return (match.group(1), match.group(2)) if match else None
-
-
-def category_for_task(task_path):
-    """The PRODUCERS category of the task file at TASK_PATH ('other' outside the deploy roles)."""
-    found = producer(task_path)
-    if not found:
-        return "other"
-    role, name = found
-    return PRODUCERS.get((role, name), PRODUCERS.get((role, "*"), "other"))
-
-
-def known_category(category):
-    return category if category in CATEGORIES else "other"
-
-
-def category_for_paths(paths):
-    """The PATH_TABLE category shared by every path, or None."""
-    found = set()
-    for path in paths:
-        for pattern, category in _PATH_RULES:
-            if pattern.search(path):
-                found.add(category)
-                break
-        else:
-            return None
-    return found.pop() if len(found) == 1 else None
-
-
-def _mapping(value):
-    """VALUE when it is a mapping, else an empty one: a result's content is a module's, of any shape."""
-    return value if isinstance(value, dict) else {}
-
-
-def _items(value):
-    """VALUE when it is a list, else an empty one."""
-    return value if isinstance(value, list) else []
-
-
-def _entries(diff):
-    if not diff:
-        return []
-    return [entry for entry in (diff if isinstance(diff, list) else [diff]) if entry]
-
-
-def diff_paths(diff):
-    """File paths a result's diff names (headers without ' (before)'/' (after)', or a mapping's 'path')."""
-    paths = []
-    for entry in _entries(diff):
-        if not isinstance(entry, dict):
-            continue
-        for key in ("before_header", "after_header"):
-            header = entry.get(key)
-            if isinstance(header, str) and header.strip():
-                paths.append(_HEADER_SUFFIX.sub("", header.strip()))
-        for key in ("before", "after"):
-            side = entry.get(key)
-            if isinstance(side, dict) and isinstance(side.get("path"), str):
-                paths.append(side["path"])
-    unique = []
-    for path in paths:
-        if path not in unique:
-            unique.append(path)
-    return unique
-
-
-def _scalar(value):
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def _as_text(value):
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        return "".join("%s: %s\n" % (key, _scalar(value[key])) for key in sorted(value, key=str))
-    if isinstance(value, list):
-        return "".join("%s\n" % _scalar(item) for item in value)
-    return "%s\n" % _scalar(value)
-
-
-def _header(entry, side, target=None):
-    if target:
-        return "%s (%s)" % (target, side)
-    header = entry.get(side + "_header")
-    if isinstance(header, str) and header.strip():
-        return header.strip()
-    value = entry.get(side)
-    if isinstance(value, dict) and isinstance(value.get("path"), str):
-        return value["path"] + " (" + side + ")"
-    other = entry.get(("after" if side == "before" else "before") + "_header")
-    return other.strip() if isinstance(other, str) and other.strip() else side
-
-
-def result_target(result):
-    """The one file a single-file result is about: its dest or path (from the result or its module arguments)."""
-    args = _mapping(_mapping(result.get("invocation")).get("module_args"))
-    for source in (result, args):
-        for key in ("dest", "path"):
-            value = source.get(key)
-            if isinstance(value, str) and value.startswith("/"):
-                return value
-    return None
-
-
-def render_diff(diff, max_lines=DEFAULT_DIFF_LINES, context=3, target=None):
-    """(lines, omitted): a unified diff of every before/after pair in DIFF, cut to MAX_LINES (0: no limit).
-
-    TARGET (the file of a single-file result) names both sides; a template's after_header is otherwise its
-    temporary source on the controller."""
-    lines = []
-    for entry in _entries(diff):
-        if isinstance(entry, str):
-            lines.extend(entry.splitlines())
-            continue
-        if not isinstance(entry, dict):
-            continue
-        if entry.get("prepared"):
-            lines.extend(str(entry["prepared"]).splitlines())
-            continue
-        if "before" not in entry and "after" not in entry:
-            continue
-        before, after = _as_text(entry.get("before")), _as_text(entry.get("after"))
-        if before == after:
-            continue
-        lines.extend(difflib.unified_diff(before.splitlines(), after.splitlines(), _header(entry, "before", target),
-                                          _header(entry, "after", target), n=context, lineterm=""))
-    if max_lines and len(lines) > max_lines:
-        return lines[:max_lines], len(lines) - max_lines
-    return lines, 0
-
-
-def _shorten(text, limit=300):
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _smoke_summary(stdout):
-    """A lock smoke check's JSON (sglang_install's lock_smoke.py): what does not match."""
-    try:
-        report = json.loads(stdout)
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(report, dict) or not ("mismatched" in report or "missing" in report):
-        return None
-    parts = list(report.get("mismatched") or []) + ["missing %s" % name for name in report.get("missing") or []]
-    return "; ".join(parts) or "every pin matches"
-
-
-def summarize(result):
-    """One line on what a result says: msg, a patch's sites, a smoke check's mismatches, or stderr/stdout."""
-    if result.get("censored"):
-        return str(result["censored"])
-    parts = []
-    msg = result.get("msg")
-    if isinstance(msg, list):
-        msg = " ".join(str(part) for part in msg)
-    smoke = _smoke_summary(result.get("stdout"))
-    # A smoke check's report says more than the exit status it caused.
-    if msg and msg not in ("All items completed", "One or more items failed") \
-            and not (smoke and msg == "non-zero return code"):
-        parts.append(str(msg))
-    sites = [site for site in _items(result.get("sites")) if isinstance(site, dict)
-             and site.get("status") in _SITE_STATUSES]
-    if sites:
-        parts.append("sites: " + ", ".join(
-            "%s %s:%s" % (site.get("gate", "?"), site.get("file", "?"), site.get("line", "?")) for site in sites))
-    if smoke:
-        parts.append(smoke)
-    if not parts or msg in ("non-zero return code",):
-        for key in ("stderr", "stdout"):
-            text = result.get(key)
-            if isinstance(text, str) and text.strip() and not (key == "stdout" and smoke):
-                parts.append(text.strip().splitlines()[-1])
-                break
-    if not parts:
-        for sub in _items(result.get("results")):
-            if isinstance(sub, dict) and (sub.get("failed") or sub.get("changed")) and sub.get("msg"):
-                parts.append(str(sub["msg"]))
-    return _shorten("; ".join(parts)) if parts else ""
-
-
-def _label(sub):
-    label = sub.get("_ansible_item_label", sub.get("item"))
-    if isinstance(label, dict):
-        label = label.get("path", label.get("name", json.dumps(label, sort_keys=True)))
-    return _shorten(label if isinstance(label, str) else json.dumps(label, sort_keys=True), 80)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Items
-
-
-def probe_label(task_name):
-    """The default item of a probe: its task name without the role prefix (and a leading "Drift probe:")."""
-    return _PROBE_PREFIX.sub("", _ROLE_PREFIX.sub("", task_name or "")).strip()
-
-
-def finding_of(result):
-    """The finding a probe's result carries (FINDING_FACTS), or None."""
-    facts = _mapping(result.get("ansible_facts"))
-    for name in FINDING_FACTS:
-        if name in facts:
-            return facts[name]
-        if name in result:
-            return result[name]
-    return None
-
-
-def is_probe(result):
-    """Whether RESULT is a drift probe's: a set_fact of a finding (in a loop: any item's)."""
-    if isinstance(result.get("results"), list):
-        return any(isinstance(sub, dict) and is_probe(sub) for sub in result["results"])
-    facts = _mapping(result.get("ansible_facts"))
-    return any(name in facts or name in result for name in FINDING_FACTS)
-
-
-def _to_bool(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
-
-
-def probe_findings(task_name, result):
-    """[finding] from one probe result (see the module docstring); each has drifted set."""
-    label = probe_label(task_name)
-    if result.get("skipped") or result.get("failed") or result.get("unreachable"):
-        return []
-    if isinstance(result.get("results"), list):  # a probe in a loop
-        findings = []
-        for sub in result["results"]:
-            if isinstance(sub, dict):
-                findings.extend(probe_findings(task_name, sub))
-        return findings
-    raw = finding_of(result)
-    records = raw if isinstance(raw, list) else [raw]
-    findings = []
-    for record in records:
-        if record in (None, {}, [], ""):
-            continue
-        if not isinstance(record, dict):
-            record = {"actual": record, "drifted": _to_bool(record)}
-        finding = {"item": record.get("item") or label, "expected": record.get("expected"),
-                   "actual": record.get("actual")}
-        if "drifted" in record:
-            finding["drifted"] = _to_bool(record["drifted"])
-        else:
-            finding["drifted"] = (json.dumps(record.get("expected"), sort_keys=True)
-                                  != json.dumps(record.get("actual"), sort_keys=True))
-        finding["category"] = known_category(record.get("category"))
-        for key in ("detail", "note"):
-            if record.get(key):
-                finding[key] = str(record[key])
-        finding["secondary"] = _to_bool(record.get("secondary", False))
-        findings.append(finding)
-    return findings
-
-
-def _change_item(host, task_name, task_path, result, max_lines):
-    diff = result.get("diff")
-    target = result_target(result)
-    paths = [target] if target else diff_paths(diff)
-    lines, omitted = render_diff(diff, max_lines, target=target)
-    category = (category_for_paths(paths) or ("packages" if _smoke_summary(result.get("stdout")) else None)
-                or category_for_task(task_path))
-    summary = summarize(result)
-    if not summary:
-        args = _mapping(_mapping(result.get("invocation")).get("module_args"))
-        what = ", ".join(paths) or (args.get("name") if isinstance(args.get("name"), str) else "")
-        summary = "would change " + what if what else "would change"
-    return {"host": host, "task": task_name, "kind": "change", "category": category, "summary": summary,
-            "paths": paths, "diff": lines, "diff_omitted": omitted, "counted": True}
-
-
-def change_items(host, task_name, result, max_lines=DEFAULT_DIFF_LINES, task_path=""):
-    """Items for a result that would change something (per changed loop item for loops)."""
-    if not result.get("changed") or result.get("failed") or result.get("skipped") or result.get("unreachable"):
-        return []
-    subs = [sub for sub in _items(result.get("results")) if isinstance(sub, dict)]
-    if subs:
-        items = [_change_item(host, "%s (%s)" % (task_name, _label(sub)), task_path, sub, max_lines)
-                 for sub in subs if sub.get("changed") and not sub.get("skipped") and not sub.get("failed")]
-        if items:
-            return items
-    return [_change_item(host, task_name, task_path, result, max_lines)]
-
-
-def _probe_item(host, task_name, finding, max_lines=DEFAULT_DIFF_LINES):
-    lines, omitted = [], 0
-    if isinstance(finding["expected"], dict) and isinstance(finding["actual"], dict):
-        lines, omitted = render_diff({"before": finding["expected"], "after": finding["actual"],
-                                      "before_header": "expected", "after_header": "actual"}, max_lines)
-    summary = "%s: expected %s, actual %s" % (finding["item"], _shorten(_scalar(finding["expected"]), 200),
-                                              _shorten(_scalar(finding["actual"]), 200))
-    if finding.get("detail"):
-        summary += " (%s)" % _shorten(finding["detail"], 200)
-    return {"host": host, "task": task_name, "kind": "probe",
-            "category": known_category(finding.get("category")), "summary": summary,
-            "item": finding["item"], "expected": finding["expected"], "actual": finding["actual"],
-            "diff": lines, "diff_omitted": omitted, "secondary": finding.get("secondary", False), "counted": True}
-
-
-def _failure_item(host, task_name, task_path, result, kind):
-    return {"host": host, "task": task_name, "kind": kind, "category": category_for_task(task_path),
-            "summary": summarize(result) or ("unreachable" if kind == "unreachable" else "failed"),
-            "diff": [], "diff_omitted": 0, "counted": False}
-
-
-def _bare_error(host, summary):
-    return {"host": host, "task": "", "kind": "error", "category": "other", "summary": summary,
-            "diff": [], "diff_omitted": 0, "counted": False}
-
-
-def analyse(run, max_diff_lines=DEFAULT_DIFF_LINES):
+def analyse(run, max_diff_lines=di.DEFAULT_DIFF_LINES):
     """{host: {status, stats, counts, items, checks, ignored_failures}} for every host of RUN."""
     stats = run.get("stats") or {}
     per_host = {}
@@ -614,18 +219,18 @@ def analyse(run, max_diff_lines=DEFAULT_DIFF_LINES):
         items, checks, failed, unreachable = [], [], [], []
         for task_name, task_path, result in results:
             if result.get("unreachable"):
-                unreachable.append(_failure_item(host, task_name, task_path, result, "unreachable"))
+                unreachable.append(di.failure_item(host, task_name, task_path, result, "unreachable"))
                 continue
             if result.get("failed"):
-                failed.append(_failure_item(host, task_name, task_path, result, "error"))
+                failed.append(di.failure_item(host, task_name, task_path, result, "error"))
                 continue
-            if is_probe(result):
-                for finding in probe_findings(task_name, result):
+            if di.is_probe(result):
+                for finding in di.probe_findings(task_name, result):
                     checks.append(dict(finding, task=task_name))
                     if finding["drifted"]:
-                        items.append(_probe_item(host, task_name, finding, max_diff_lines))
+                        items.append(di.probe_item(host, task_name, finding, max_diff_lines))
                 continue
-            items.extend(change_items(host, task_name, result, max_diff_lines, task_path))
+            items.extend(di.change_items(host, task_name, result, max_diff_lines, task_path))
 
         primary = [item for item in items if not item.get("secondary")]
         for item in items:
@@ -633,13 +238,13 @@ def analyse(run, max_diff_lines=DEFAULT_DIFF_LINES):
 
         if host_stats is None:
             counted = failed
-            counted_failures = failed or [_bare_error(host, "no recap for this host: the run was cut short")]
+            counted_failures = failed or [di.bare_error(host, "no recap for this host: the run was cut short")]
         else:
             n_failures = int(host_stats.get("failures") or 0)
             counted = failed[len(failed) - n_failures:] if 0 < n_failures <= len(failed) else failed[:n_failures]
             counted_failures = list(counted)
             if n_failures > len(failed):
-                counted_failures.append(_bare_error(
+                counted_failures.append(di.bare_error(
                     host, "%d failure(s) without a task result" % (n_failures - len(failed))))
 
         if (host_stats or {}).get("unreachable") or (host_stats is None and unreachable):
@@ -678,7 +283,7 @@ def exit_code(hosts):
     return EXIT_CODES[overall_status(hosts)]
 
 
-def build_report(run, now, max_diff_lines=DEFAULT_DIFF_LINES, source=None):
+def build_report(run, now, max_diff_lines=di.DEFAULT_DIFF_LINES, source=None):
     """The JSON report: generated_at, timestamp, status, exit_code, run window, hosts, items."""
     hosts = analyse(run, max_diff_lines)
     start, end = run_window(run)
@@ -714,7 +319,7 @@ def render_text(report):
     width = max([len(host) for host in hosts] + [4])
     lines = []
     for host, info in hosts.items():
-        lines.append(("%-*s  %-11s  %s" % (width, host, info["status"], _shorten(_host_detail(info), 160))).rstrip())
+        lines.append(("%-*s  %-11s  %s" % (width, host, info["status"], di.shorten(_host_detail(info), 160))).rstrip())
     if not hosts:
         lines.append("no hosts in this run")
     details = report["items"]
@@ -845,8 +450,8 @@ def parse_args(argv=None):
     parser.add_argument("--report-dir", metavar="DIR", help="write a timestamped JSON report into DIR")
     parser.add_argument("--keep", type=int, default=DEFAULT_KEEP, metavar="N",
                         help="with --report-dir: keep the N newest reports (default %d)" % DEFAULT_KEEP)
-    parser.add_argument("--diff-lines", type=int, default=DEFAULT_DIFF_LINES, metavar="N",
-                        help="diff lines per item (default %d, 0: all)" % DEFAULT_DIFF_LINES)
+    parser.add_argument("--diff-lines", type=int, default=di.DEFAULT_DIFF_LINES, metavar="N",
+                        help="diff lines per item (default %d, 0: all)" % di.DEFAULT_DIFF_LINES)
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary on stdout")
     args = parser.parse_args(argv)
     if args.keep < 1:

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Each role's README.md: its variables table, generated from the role's meta/argument_specs.yml.
 
-A role's README is prose a person writes (purpose, example) around one generated block, the variables of each
-entry point, between the BEGIN/END markers below. This script writes that block (and a first README for a role
-without one); tests/unit/test_role_readmes.py fails when a block differs from the argument specs, so the table
-and the specs cannot drift apart.
+A role's README is prose a person writes (purpose, requirements, example, its docs page) around one generated
+block, the variables of each entry point, between the BEGIN/END markers below. This script writes that block
+(and a first README for a role without one); tests/unit/test_role_readmes.py fails when a block differs from the
+argument specs, so the table and the specs cannot drift apart.
 
     scripts/role_readmes.py            # rewrite the generated blocks (and create missing READMEs)
     scripts/role_readmes.py --check    # exit 1 and name the roles whose README is missing or stale
@@ -65,9 +65,22 @@ def _description(value):
     return _text(" ".join(value) if isinstance(value, list) else str(value or ""))
 
 
+def _row(name, option):
+    return "| `%s` | %s | %s | %s | %s |" % (
+        name, _cell(_type(option)), _default(option), "yes" if option.get("required") else "",
+        _cell(_description(option.get("description"))))
+
+
 def render_block(role, specs):
-    """The generated block: per entry point, its summary and a table of its options."""
+    """The generated block: per entry point, its summary and a table of its options.
+
+    An option another entry point takes exactly as `main` describes it (same type, default, requirement and
+    description) is named in one line instead of repeating main's row, so a role whose entry points share most of
+    their variables lists each once.
+    """
     lines = [BEGIN]
+    main_rows = {name: _row(name, option or {}) for name, option in ((specs.get("main") or {}).get("options")
+                                                                     or {}).items()}
     for entry in sorted(specs, key=lambda name: (name != "main", name)):
         spec = specs[entry] or {}
         title = "Entry point `%s`" % entry
@@ -80,12 +93,17 @@ def render_block(role, specs):
         if not options:
             lines.append("No variables.")
             continue
-        lines += ["| Variable | Type | Default | Required | Description |", "|---|---|---|---|---|"]
-        for name in sorted(options):
-            option = options[name] or {}
-            lines.append("| `%s` | %s | %s | %s | %s |" % (
-                name, _cell(_type(option)), _default(option), "yes" if option.get("required") else "",
-                _cell(_description(option.get("description")))))
+        rows = {name: _row(name, options[name] or {}) for name in sorted(options)}
+        shared = [name for name in rows if entry != "main" and main_rows.get(name) == rows[name]]
+        if shared and len(shared) == len(main_rows):
+            lines.append("Every variable of `main`, as described there.")
+        elif shared:
+            lines.append("As in `main`: %s." % ", ".join("`%s`" % name for name in shared))
+        own = [row for name, row in rows.items() if name not in shared]
+        if own:
+            if shared:
+                lines += ["", "Its own, or described differently:", ""]
+            lines += ["| Variable | Type | Default | Required | Description |", "|---|---|---|---|---|"] + own
     lines += ["", END]
     return "\n".join(lines)
 

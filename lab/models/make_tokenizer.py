@@ -15,7 +15,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers  # pylint: disable=impo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "standins"))
-import sglang_server_standin as standin  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from sglang_standin import tokens as standin  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 SPECIALS = ["<unk>", "<s>", "</s>"]
 

@@ -2,14 +2,14 @@
 """The e2e test model's greedy decisions on the CPU, with how far apart its two best logits were at each.
 
 Offline and without a GPU: Hugging Face transformers runs the random Qwen3 that make_test_model.py wrote, on the
-e2e run's own prompts (sglang_e2e.PROMPTS), greedy, in bfloat16 (the server's dtype) and in float32. Each decision
+e2e run's own prompts (e2e_bed.PROMPTS), greedy, in bfloat16 (the server's dtype) and in float32. Each decision
 records its token, the runner-up and the gap between their logits; a gap of 0 in bfloat16 is a tie that any other
 kernel may break the other way. This is how the one greedy mismatch of the 1x H200 run was explained before the
-real server's own logprobs were recorded (docs/device-sglang-e2e.md).
+real server's own logprobs were recorded (scripts/device/README.md).
 
-    make_test_model.py --out DIR --hidden 2048 --layers 4        # the e2e's model (sglang_e2e.HIDDEN, LAYERS)
+    make_test_model.py --out DIR --hidden 2048 --layers 4        # the e2e's model (e2e_bed.HIDDEN, LAYERS)
     greedy_margins.py --model DIR/target [--tokens 8] > tests/fixtures/device/test_model_greedy_margins_cpu.json
-    make_test_model.py --out DIR --arch deepseek_v3 --decisive 16  # the rehearsal's (sglang_e2e.DECISIVE)
+    make_test_model.py --out DIR --arch deepseek_v3 --decisive 16  # the rehearsal's (e2e_bed.DECISIVE)
     greedy_margins.py --model DIR/target --decisive 16 > tests/fixtures/device/test_model_deepseek_v3_greedy_margins_cpu.json
 Needs torch, transformers and safetensors.
 """
@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sglang_e2e import GREEDY_TOKENS, PROMPTS  # noqa: E402  pylint: disable=wrong-import-position
+from e2e_bed import GREEDY_TOKENS, PROMPTS  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def decide(model, torch, ids, tokens):

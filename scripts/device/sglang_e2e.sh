@@ -2,7 +2,7 @@
 # The real SGLang server on the device machine through the project's roles (see sglang_e2e.py), one phase a call:
 #   run(kind="nvidia-h200-x2", carry=[".device/carry"], command="E2E_LIMIT_S=585 bash scripts/device/sglang_e2e.sh setup")
 #   run(command="E2E_LIMIT_S=585 bash scripts/device/sglang_e2e.sh legs")   # within the 30 s the machine stays warm
-# On one GPU (no fusion canary, no trtllm_comm JIT build) one command chains both (docs/device-sglang-e2e.md).
+# On one GPU (no fusion canary, no trtllm_comm JIT build) one command chains both (scripts/device/README.md).
 # .device/carry/wheelhouse.tar.xz is made here by scripts/device/build_wheelhouse.py. What comes back: $OUT/
 # bundle-<phase>.tgz (logs, state, bench results, the evidence) and, after setup, FlashInfer's trtllm_comm if it was
 # built here (trtllm_comm.so.xz: carry it next time as .device/e2e-jit/trtllm_comm.so.xz; E2E_JIT=build builds it on

@@ -10,7 +10,7 @@ answers nvidia_gpu_facts asks for; anything else passes through unchanged.
   topo -m          a RANKS x RANKS matrix, SYS between ranks (they meet over loopback sockets, no GPU link), each
                    row with GPU 0's CPU and NUMA affinity
   topo -p2p r      OK between ranks (one GPU reaches its own memory)
-Nothing here is evidence about two GPUs; docs/device-sglang-e2e.md says what the rehearsal proves.
+Nothing here is evidence about two GPUs; scripts/device/README.md says what the rehearsal proves.
 
     shared_gpu_nvidia_smi.py --ranks N [--nvidia-smi PATH] -- ARGS...
 """

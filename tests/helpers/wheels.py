@@ -14,6 +14,9 @@ import zipfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.environ.get("SGLANG_TEST_WHEEL_CACHE", os.path.join(REPO, ".cache", "test-wheels"))
+# The SGLang releases the real-wheel tests read (patch guards, server flags, fused architectures): adding a release
+# to the collection starts here (CONTRIBUTING.md). 0.5.17, the GPU test machine's release, is read where it matters.
+RELEASES = ["0.5.4", "0.5.7", "0.5.9", "0.5.14", "0.5.19", "0.5.21", "0.5.23"]
 
 
 class NoWheel(Exception):

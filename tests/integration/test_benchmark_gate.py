@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from ansible.module_utils import bench_gate as bg
-from tests.unit.test_sglang_server_standin import REPO, Standin
+from tests.helpers.sglang_standin import REPO, Standin
 
 CLIENT_VENV = os.environ.get("SGLANG_BENCH_CLIENT_VENV", os.path.join(REPO, ".cache", "sglang-bench-client"))
 CLIENT_PYTHON = os.path.join(CLIENT_VENV, "bin", "python")
@@ -70,7 +70,7 @@ def reference(tmp_path_factory):
 
 
 def test_the_real_client_measures_the_plain_baseline_no_faster_than_its_true_rate(reference):
-    """The stand-in paces to its rate (tests/unit/test_sglang_server_standin.py checks that arithmetic without a
+    """The stand-in paces to its rate (tests/unit/test_sglang_standin_pacing.py checks that arithmetic without a
     clock); how close the real client comes to it depends on the machine, so it is printed, not asserted: a busy
     machine only slows the stand-in, and no test bounds a wall-clock rate from below."""
     print("\nplain baseline: the real client measured %.1f tok/s of the stand-in's %.1f" % (reference["median"],

@@ -16,7 +16,7 @@ from tests.helpers import wheels
 
 pytestmark = pytest.mark.wheels
 
-RELEASES = ["0.5.4", "0.5.7", "0.5.9", "0.5.14", "0.5.17", "0.5.19", "0.5.21", "0.5.23"]
+RELEASES = sorted(wheels.RELEASES + ["0.5.17"], key=lambda v: tuple(map(int, v.split("."))))
 # SGLang lists it for auto-enabling, but in these releases its layers call SGLang's own fused all-reduce
 # (sglang.kernels.ops.communication.all_reduce_fusion), never a norm's forward_with_allreduce_fusion.
 LISTED_NOT_FLASHINFER = {"0.5.19": {"DeepseekV4ForCausalLM"}, "0.5.21": {"DeepseekV4ForCausalLM"}}

@@ -19,7 +19,7 @@ from tests.helpers.gate_check import gate_report, multicast_failure_raises
 
 pytestmark = pytest.mark.wheels
 
-RELEASES = ["0.5.4", "0.5.7", "0.5.9", "0.5.14", "0.5.19", "0.5.21", "0.5.23"]
+RELEASES = wheels.RELEASES
 SUPPORTED_FLASHINFER = "0.6.18"  # first line with SM12x trtllm kernels is 0.6.17; 0.6.18 is what 0.5.19/0.5.21 pin
 GUARD_FILES = [
     "sglang/srt/layers/communicator.py",

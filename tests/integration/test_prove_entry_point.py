@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers.ansible_run import failure, run_playbook
 from tests.unit.test_fused_architectures import RELEASE
-from tests.unit.test_sglang_server_standin import FUSION, Standin
+from tests.helpers.sglang_standin import FUSION, Standin
 
 PLAYBOOK = "tests/playbooks/sglang_prove.yml"
 KEY = "sk-prove-Zq81xKdfe0"

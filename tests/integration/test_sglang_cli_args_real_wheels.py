@@ -17,7 +17,7 @@ from tests.helpers.ansible_run import run_module
 
 pytestmark = pytest.mark.wheels
 
-RELEASES = ["0.5.4", "0.5.7", "0.5.9", "0.5.14", "0.5.19", "0.5.21", "0.5.23"]
+RELEASES = wheels.RELEASES
 VALUE_FLAGS = ["--model-path", "--tp-size", "--speculative-algorithm", "--speculative-draft-model-path",
                "--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens",
                "--mem-fraction-static", "--host", "--port", "--api-key"]

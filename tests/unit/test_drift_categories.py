@@ -11,6 +11,7 @@ import re
 import pytest
 import yaml
 
+from ansible.module_utils import drift_categories as dc
 from ansible.module_utils import drift_report as dr
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -29,16 +30,16 @@ def probe_categories():
 
 
 def produced():
-    return set(probe_categories()) | set(dr.PRODUCERS.values()) | {category for _p, category in dr.PATH_TABLE}
+    return set(probe_categories()) | set(dc.PRODUCERS.values()) | {category for _p, category in dc.PATH_TABLE}
 
 
 def test_every_declared_category_can_be_produced():
-    assert sorted(set(dr.CATEGORIES) - produced()) == []
+    assert sorted(set(dc.CATEGORIES) - produced()) == []
 
 
 def test_nothing_produces_an_undeclared_category():
-    assert sorted(produced() - set(dr.CATEGORIES)) == []
-    assert sorted(set(probe_categories()) - set(dr.CATEGORIES)) == []
+    assert sorted(produced() - set(dc.CATEGORIES)) == []
+    assert sorted(set(probe_categories()) - set(dc.CATEGORIES)) == []
 
 
 def test_every_probe_declares_a_category():
@@ -61,7 +62,7 @@ def _walk(tasks):
             yield from _walk(task.get(key) or [])
 
 
-@pytest.mark.parametrize("role, task_file", sorted(dr.PRODUCERS))
+@pytest.mark.parametrize("role, task_file", sorted(dc.PRODUCERS))
 def test_every_producer_exists(role, task_file):
     tasks = os.path.join(ROOT, "roles", role, "tasks")
     assert os.path.isdir(tasks), role
@@ -69,11 +70,11 @@ def test_every_producer_exists(role, task_file):
         assert os.path.isfile(os.path.join(tasks, task_file)), (role, task_file)
 
 
-@pytest.mark.parametrize("role, task_file", sorted(dr.PRODUCERS))
+@pytest.mark.parametrize("role, task_file", sorted(dc.PRODUCERS))
 def test_a_change_from_each_producer_gets_its_category(role, task_file):
     name = "main.yml" if task_file == "*" else task_file
     run = {"plays": [{"play": {"name": "p"}, "tasks": [{
         "task": {"name": "%s : anything at all" % role, "path": "/x/roles/%s/tasks/%s:7" % (role, name)},
         "hosts": {"h": {"changed": True, "msg": "would change"}}}]}],
         "stats": {"h": {"ok": 1, "changed": 1, "failures": 0, "unreachable": 0}}}
-    assert dr.analyse(run)["h"]["counts"] == {dr.PRODUCERS[(role, task_file)]: 1}
+    assert dr.analyse(run)["h"]["counts"] == {dc.PRODUCERS[(role, task_file)]: 1}

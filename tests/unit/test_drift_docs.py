@@ -1,4 +1,4 @@
-"""docs/drift.md says what the reporter does: its category table is CATEGORIES (module_utils/drift_report.py owns
+"""docs/drift.md says what the reporter does: its category table is CATEGORIES (module_utils/drift_categories.py owns
 the list), and its tamper table names the categories the lab's drift test (molecule/drift/verify.yml) expects, one
 row per tamper (issue 39: an NCCL env-file tamper filed under a category the docs did not give it)."""
 import os
@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from ansible.module_utils import drift_report as dr
+from ansible.module_utils import drift_categories as dc
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -25,12 +25,12 @@ def table(heading_row):
 
 
 def test_the_category_table_is_the_reporters_list():
-    assert [re.fullmatch(r"`([a-z]+)`", row[0]).group(1) for row in table("| category |")] == list(dr.CATEGORIES)
+    assert [re.fullmatch(r"`([a-z]+)`", row[0]).group(1) for row in table("| category |")] == list(dc.CATEGORIES)
 
 
 def test_the_tamper_table_names_the_categories_the_lab_test_expects():
     documented = sorted(re.match(r"`([a-z]+)`", row[1]).group(1) for row in table("| tamper |"))
-    assert set(documented) <= set(dr.CATEGORIES)
+    assert set(documented) <= set(dc.CATEGORIES)
     with open(os.path.join(ROOT, "molecule", "drift", "verify.yml"), encoding="utf-8") as handle:
         plays = yaml.safe_load(handle)
     tampers = plays[0]["vars"]["drift_tampers"]

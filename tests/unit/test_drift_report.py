@@ -1,4 +1,4 @@
-"""module_utils/drift_report.py (and its command line, scripts/drift_report.py) on synthetic ansible.posix.json output: statuses, categories, diffs, probes, outputs.
+"""module_utils/drift_report.py with drift_items.py and drift_categories.py (and the command line, scripts/drift_report.py) on synthetic ansible.posix.json output: statuses, categories, diffs, probes, outputs.
 
 The results below have the shapes the callback records for these modules in check + diff mode (checked against
 real runs of ansible-core 2.19: template/copy diffs name the controller's temporary source as after_header,
@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from ansible.module_utils import drift_categories as dc
+from ansible.module_utils import drift_items as di
 from ansible.module_utils import drift_report as dr
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -218,20 +220,20 @@ def test_a_host_without_recap_is_an_error():
     ("", "other"),
 ])
 def test_category_of_the_task_file_that_produced_a_change(path, category):
-    assert dr.category_for_task(path) == category
+    assert dc.category_for_task(path) == category
 
 
 def test_paths_refine_the_category():
     # nccl_tuning's environment file is NCCL drift, as its hook is (docs/drift.md), whichever of them changed.
-    assert dr.category_for_paths(["/etc/sglang/nccl.env"]) == "nccl"
-    assert dr.category_for_paths([SITE + "/sglang_nccl_env.py", SITE + "/sglang_nccl_env.pth"]) == "nccl"
-    assert dr.category_for_paths(["/etc/sglang/nccl.env", SITE + "/sglang_nccl_env.py"]) == "nccl"
-    assert dr.category_for_paths(["/etc/sglang/runtime.env", "/etc/sglang/allreduce.env"]) == "environment"
-    assert dr.category_for_paths(["/etc/sglang/not-nccl.env"]) == "environment"
-    assert dr.category_for_paths(["/etc/systemd/system/sglang.service"]) == "unit"
-    assert dr.category_for_paths([SITE + "/sglang/srt/layers/communicator.py"]) is None
-    assert dr.category_for_paths([]) is None
-    assert dr.category_for_paths(["/opt/sglang/locks/lab-a-0123.txt"]) == "packages"
+    assert dc.category_for_paths(["/etc/sglang/nccl.env"]) == "nccl"
+    assert dc.category_for_paths([SITE + "/sglang_nccl_env.py", SITE + "/sglang_nccl_env.pth"]) == "nccl"
+    assert dc.category_for_paths(["/etc/sglang/nccl.env", SITE + "/sglang_nccl_env.py"]) == "nccl"
+    assert dc.category_for_paths(["/etc/sglang/runtime.env", "/etc/sglang/allreduce.env"]) == "environment"
+    assert dc.category_for_paths(["/etc/sglang/not-nccl.env"]) == "environment"
+    assert dc.category_for_paths(["/etc/systemd/system/sglang.service"]) == "unit"
+    assert dc.category_for_paths([SITE + "/sglang/srt/layers/communicator.py"]) is None
+    assert dc.category_for_paths([]) is None
+    assert dc.category_for_paths(["/opt/sglang/locks/lab-a-0123.txt"]) == "packages"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -401,19 +403,19 @@ def test_changed_without_diff_uses_msg_or_names_the_target():
 def test_render_diff_truncates():
     before = "".join("line %d\n" % n for n in range(40))
     after = "".join("LINE %d\n" % n for n in range(40))
-    lines, omitted = dr.render_diff({"before": before, "after": after}, max_lines=10)
+    lines, omitted = di.render_diff({"before": before, "after": after}, max_lines=10)
     assert len(lines) == 10 and omitted == 3 + 80 - 10 and lines[:2] == ["--- before", "+++ after"]
-    lines, omitted = dr.render_diff({"before": before, "after": after}, max_lines=0)
+    lines, omitted = di.render_diff({"before": before, "after": after}, max_lines=0)
     assert omitted == 0 and len(lines) == 83
 
 
 def test_render_diff_forms():
-    assert dr.render_diff([{"prepared": "--- a\n+++ b\n-x\n+y"}]) == (["--- a", "+++ b", "-x", "+y"], 0)
-    assert dr.render_diff([{"before": "same\n", "after": "same\n"}]) == ([], 0)
-    assert dr.render_diff(None) == ([], 0) and dr.render_diff([]) == ([], 0)
-    lines, _ = dr.render_diff({"before": "", "after": "new\n", "after_header": "/etc/x"})
+    assert di.render_diff([{"prepared": "--- a\n+++ b\n-x\n+y"}]) == (["--- a", "+++ b", "-x", "+y"], 0)
+    assert di.render_diff([{"before": "same\n", "after": "same\n"}]) == ([], 0)
+    assert di.render_diff(None) == ([], 0) and di.render_diff([]) == ([], 0)
+    lines, _ = di.render_diff({"before": "", "after": "new\n", "after_header": "/etc/x"})
     assert lines[:2] == ["--- /etc/x", "+++ /etc/x"]
-    lines, _ = dr.render_diff({"before": {"state": "absent"}, "after": {"state": "directory", "mode": "0755"}})
+    lines, _ = di.render_diff({"before": {"state": "absent"}, "after": {"state": "directory", "mode": "0755"}})
     assert "-state: absent" in lines and "+state: directory" in lines and "+mode: 0755" in lines
 
 
@@ -444,13 +446,13 @@ def test_probe_difference_is_drift_with_its_category():
 
 def test_probe_compares_json_values_and_honours_drifted():
     same = {"tp_size": 8, "model_path": "/srv/models/k"}
-    assert not dr.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
+    assert not di.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
         "expected": same, "actual": dict(reversed(list(same.items())))}}))[0]["drifted"]
-    assert dr.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
+    assert di.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
         "expected": same, "actual": dict(same, tp_size=4)}}))[0]["drifted"]
-    assert dr.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
+    assert di.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
         "expected": 1, "actual": 1, "drifted": True}}))[0]["drifted"]
-    assert not dr.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
+    assert not di.probe_findings("Drift probe: x", ok(ansible_facts={"drift": {
         "expected": None, "actual": "580", "drifted": "false", "note": "no record"}}))[0]["drifted"]
 
 
@@ -486,10 +488,10 @@ def test_probe_list_and_loop():
 
 
 def test_probe_labels_drop_the_role_prefix_and_the_conventional_drift_probe_prefix():
-    assert dr.probe_label("drift probe: x") == "x"
-    assert dr.probe_label("Drift probe:   y z") == "y z"
-    assert dr.probe_label("sglang_server : Drift probe: w") == "w"
-    assert dr.probe_label("sglang_drift : Compare the driver") == "Compare the driver"
+    assert di.probe_label("drift probe: x") == "x"
+    assert di.probe_label("Drift probe:   y z") == "y z"
+    assert di.probe_label("sglang_server : Drift probe: w") == "w"
+    assert di.probe_label("sglang_drift : Compare the driver") == "Compare the driver"
 
 
 def test_probe_results_never_count_as_changes_and_skipped_probes_say_nothing():
@@ -536,7 +538,7 @@ def test_prom_text_format():
     assert 'sglang_drift_items{host="gpu1",category="unit"} 1' in lines
     assert 'sglang_drift_items{host="gpu2",category="unit"} 0' in lines
     item_lines = [line for line in lines if line.startswith("sglang_drift_items{")]
-    assert len(item_lines) == 3 * len(dr.CATEGORIES)
+    assert len(item_lines) == 3 * len(dc.CATEGORIES)
     assert lines[-2:] == ["# TYPE sglang_drift_last_run_timestamp_seconds gauge",
                           "sglang_drift_last_run_timestamp_seconds %.3f" % NOW.timestamp()]
     # every sample line: name{labels} value

@@ -26,10 +26,12 @@ def bed(tmp_path, monkeypatch):
     unit = tmp_path / "sglang.service"
     unit.write_text("[Service]\nUser=%s\nWorkingDirectory=%s\nEnvironmentFile=%s\nExecStart=%s -m sglang.launch_server\n"
                     % (getpass.getuser(), tmp_path, tmp_path / "runtime.env", python))
-    monkeypatch.setattr(e2e, "unit_path", lambda index=0: str(unit))
-    for name, value in (("STATE_DIR", tmp_path / "state"), ("OUT", tmp_path / "out"),
-                        ("STATE", tmp_path / "state" / "state.json"), ("BUILT_KERNEL", tmp_path / "state" / "k.so")):
-        monkeypatch.setattr(e2e, name, str(value))
+    # the run's settings and bookkeeping are e2e_bed.py's; the kernel's own paths are the setup phase's
+    monkeypatch.setattr(e2e.bed, "unit_path", lambda index=0: str(unit))
+    for module, name, value in ((e2e.bed, "STATE_DIR", tmp_path / "state"), (e2e.bed, "OUT", tmp_path / "out"),
+                                (e2e.bed, "STATE", tmp_path / "state" / "state.json"),
+                                (e2e, "BUILT_KERNEL", tmp_path / "state" / "k.so")):
+        monkeypatch.setattr(module, name, str(value))
     os.makedirs(tmp_path / "out")
     os.makedirs(tmp_path / "state")
     return {"tmp": tmp_path, "workspace": workspace}

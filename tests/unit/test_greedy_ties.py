@@ -7,7 +7,7 @@ from tests.helpers.script_module import load_file
 
 ties = load_file("scripts/device/greedy_ties.py", "greedy_ties")
 runner = load_file("roles/sglang_benchmark/files/bench_runner.py", "bench_runner_greedy_ties")
-e2e = load_file("scripts/device/sglang_e2e.py", "sglang_e2e")
+e2e = load_file("scripts/device/e2e_evidence.py", "e2e_evidence_ties")
 
 
 def top(*pairs):
@@ -47,7 +47,7 @@ def test_without_logprobs_the_cause_is_unknown():
 
 
 def request(ids, *positions):
-    """What one logprob request to a server returned (sglang_e2e.greedy_logprobs)."""
+    """What one logprob request to a server returned (e2e_legs.greedy_logprobs)."""
     return {"status": 200, "output_ids": ids, "top_logprobs": list(positions)}
 
 

@@ -1,6 +1,6 @@
 """The device e2e's test models (scripts/device/make_test_model.py): the DeepseekV3 family's weight layout, its
 Kimi-K2.5 MLA EAGLE-3 draft's, and its decisiveness read on the CPU (test_model_deepseek_v3_greedy_margins_cpu.json,
-written by greedy_margins.py as docs/device-sglang-e2e.md says)."""
+written by greedy_margins.py as scripts/device/README.md says)."""
 import json
 import math
 import os
@@ -10,7 +10,7 @@ from tests.helpers.script_module import load_file
 
 models = load_file("scripts/device/make_test_model.py", "make_test_model")
 MARGINS = os.path.join(REPO, "tests", "fixtures", "device", "test_model_deepseek_v3_greedy_margins_cpu.json")
-e2e = load_file("scripts/device/sglang_e2e.py", "sglang_e2e_models")
+e2e = load_file("scripts/device/e2e_bed.py", "e2e_bed_models")
 
 
 def bf16_steps(gap, logit):

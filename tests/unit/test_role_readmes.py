@@ -79,3 +79,17 @@ def test_a_changed_spec_makes_the_readme_stale():
 def test_first_readme_names_required_variables_in_its_example():
     readme = rr.first_readme("r", SPECS)
     assert "    - role: gpufleet.sglang.r\n      vars:\n        r_a: ...  # required" in readme
+
+
+def test_an_option_described_as_in_main_is_named_once_and_a_different_one_gets_its_row():
+    main = SPECS["main"]["options"]
+    specs = {"main": SPECS["main"],
+             "all": {"options": dict(main)},
+             "some": {"options": {"r_a": main["r_a"], "r_c": dict(main["r_c"], description="Said otherwise.")}}}
+    block = rr.render_block("r", specs)
+    every, some = block.split("### Entry point `some`")
+    assert every.split("### Entry point `all`")[1].count("| `r_") == 0
+    assert "Every variable of `main`, as described there." in every
+    assert "As in `main`: `r_a`." in some
+    assert [line for line in some.splitlines() if line.startswith("| `")] == [
+        "| `r_c` | path | `{{ inventory_dir \\| default(playbook_dir, true) }}/x` |  | Said otherwise. |"]

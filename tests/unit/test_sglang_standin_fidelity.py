@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.unit.test_sglang_server_standin import REPO, Standin
+from tests.helpers.sglang_standin import REPO, Standin, package_sources
 
 RECORDED = os.path.join(REPO, "tests", "fixtures", "device", "sglang_0.5.17_real_server.json")
 LAB_MODEL = os.path.join(REPO, "lab", "models", "kimi-k2.5-standin")  # the same tokenizer files the real one used
@@ -202,14 +202,13 @@ def test_flush_cache_answers_the_real_text(recorded, answers):
 
 
 def test_log_lines_the_roles_read_are_the_real_ones(recorded):
-    """The stand-in prints these lines (test_sglang_server_standin checks its formats); the real ones agree."""
+    """The stand-in prints these lines (test_sglang_standin_startup_log checks its formats); the real ones agree."""
     lines = recorded["log_lines"]
     assert any(line.endswith("The server is fired up and ready to roll!") for line in lines)
     assert any("INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)" in line for line in lines)
     assert any("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use "
                "'/server_info' instead." in line for line in lines)
-    with open(os.path.join(REPO, "lab", "standins", "sglang_server_standin.py"), encoding="utf-8") as handle:
-        source = handle.read()
+    source = package_sources()
     assert "The server is fired up and ready to roll!" in source and "Uvicorn running on %s (Press CTRL+C to quit)" in source
     assert "Endpoint '/get_server_info' is deprecated and will be removed in a future version. " in source
 

@@ -13,7 +13,7 @@ import pytest
 from ruamel.yaml import YAML
 from ruamel.yaml.scalarstring import FoldedScalarString
 
-from tests.unit.test_sglang_server_standin import REPO
+from tests.helpers.ansible_run import REPO
 
 SHELL_MODULES = {"ansible.builtin.shell", "ansible.builtin.command", "ansible.builtin.script",
                  "shell", "command", "script"}

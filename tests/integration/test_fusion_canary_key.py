@@ -34,11 +34,15 @@ def host(tmp_path):
 
 
 def deploy(host, gpus=GPUS, check=False, **variables):
+    """The role with these variables; sglang_server_* go in as the playbooks pass them (fusion_patch_server_settings)."""
+    server = {"model_path": str(host["model"])}
+    for name in [name for name in variables if name.startswith("sglang_server_")]:
+        server[name[len("sglang_server_"):]] = variables.pop(name)
     base = {"test_role": "fusion_patch", "fusion_patch_venv": host["venv"],
             "fusion_patch_canary_command": [str(host["standin"] / "canary")],
             "fusion_patch_canary_user": getpass.getuser(),
             "__fusion_patch_canary_bin": str(host["tmp"] / "installed-canary"),
-            "sglang_server_model_path": str(host["model"]),
+            "fusion_patch_server_settings": server,
             "sglang_layout_root": str(host["tmp"] / "opt"), "sglang_layout_home": str(host["tmp"] / "home")}
     if gpus is not None:
         base["nvidia_gpu"] = gpus
@@ -129,9 +133,9 @@ def test_a_dry_run_does_not_judge_a_new_key_by_the_old_verdict(host):
     assert all(r.get("skipped") for r in reported(report, "Restore the original files (fusion stays off on this host)"))
 
 
-def test_the_canary_proves_the_servers_tp_size_and_shapes_without_any_playbook_wiring(host):
-    # what an inventory sets for the server (8 GPUs here, served at TP 4): the role reads it itself, so deploy.yml,
-    # drift.yml and fusion_patch.yml prove (and compare) the same key
+def test_the_canary_proves_the_servers_tp_size_and_shapes_from_the_settings_passed_in(host):
+    # what an inventory sets for the server (8 GPUs here, served at TP 4), as deploy.yml, drift.yml and
+    # fusion_patch.yml pass it (fusion_patch_server_settings): each proves (and compares) the same key
     rc, report = deploy(host, gpus=dict(GPUS, gpu_count=8), sglang_server_tp_size=4,
                         sglang_server_speculative_num_draft_tokens=4, sglang_server_cuda_graph_max_bs=16)
     assert rc == 0, failure(report)

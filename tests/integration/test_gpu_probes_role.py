@@ -42,9 +42,16 @@ def host(tmp_path):
 
 
 def probe(host, check=False, **variables):
+    """The role with these variables; sglang_server_* and fusion_patch_canary_hidden go in as
+    playbooks/allreduce_bench.yml passes them (gpu_probes_server_settings, gpu_probes_fusion_canary_hidden)."""
+    server = {"model_path": str(host / "model")}
+    for name in [name for name in variables if name.startswith("sglang_server_")]:
+        server[name[len("sglang_server_"):]] = variables.pop(name)
+    if "fusion_patch_canary_hidden" in variables:
+        variables["gpu_probes_fusion_canary_hidden"] = variables.pop("fusion_patch_canary_hidden")
     base = {"test_role": "gpu_probes", "gpu_probes_venv": str(host / "venv"), "gpu_probes_user": getpass.getuser(),
             "gpu_probes_report_dir": str(host / "reports"), "__gpu_probes_bench_bin": str(host / "bench"),
-            "sglang_server_model_path": str(host / "model"),
+            "gpu_probes_server_settings": server,
             "nvidia_gpu": {"gpu_count": 8, "driver_version": "580.65.06", "gpus": []}}
     base.update(variables)
     return run_playbook(PLAYBOOK, base, check=check)

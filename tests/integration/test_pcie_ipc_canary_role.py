@@ -98,8 +98,8 @@ def test_a_new_driver_proves_pcie_ipc_again(venv, tmp_path, canary):
 
 def test_a_failed_canary_keeps_both_ipc_paths_off_and_refuses_them_explicitly(venv, tmp_path, canary):
     (canary / "VERDICT").write_text("fail")
-    rc, report = run(venv, tmp_path, canary, fusion_patch_server_args=["--flashinfer-allreduce-fusion-backend",
-                                                                       "trtllm"])
+    rc, report = run(venv, tmp_path, canary,
+                     sglang_allreduce_fusion_args=["--flashinfer-allreduce-fusion-backend", "trtllm"])
     assert rc == 0, failure(report)
     result = result_of(report)
     assert result["candidates"] == ["fusion", "nccl"] and result["pcie_ipc_canary"]["state"] == "failed"

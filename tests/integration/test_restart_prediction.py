@@ -68,8 +68,8 @@ def host(tmp_path, wheel_venv):
                                                        "gpu_facts": PHB_FACTS, "settings": nccl_settings or {}},
                               check=check)
             assert not runtime.get("failed") and not nccl.get("failed"), (runtime, nccl)
-            facts = {"nccl_tuning_result": nccl,
-                     "sglang_install_server_inputs_pending": {self.runtime_env: "sha1:" + runtime["checksum"]}
+            facts = {"sglang_server_pending_nccl": nccl,
+                     "sglang_server_pending_install": {self.runtime_env: "sha1:" + runtime["checksum"]}
                      if runtime["content_changed"] else {}}
             return facts
 
@@ -150,14 +150,14 @@ def test_a_switched_venv_restarts_and_is_predicted(host):
     os.symlink(str(host.venvs / "b"), host.current)
     back = {host.current: "link:" + good, host.current + "/.sglang-fusion-patch/state.json":
             "like:" + good + "/.sglang-fusion-patch/state.json"}
-    predicted, why, _ = host.decide(True, {"sglang_install_server_inputs_pending": back})
+    predicted, why, _ = host.decide(True, {"sglang_server_pending_install": back})
     os.unlink(host.current)
     os.symlink(good, host.current)
     assert (predicted, why) == (False, []) and host.decide(False)[:2] == (False, [])
     other = str(host.venvs / "b")
     to_b = {host.current: "link:" + other, host.current + "/.sglang-fusion-patch/state.json":
             "like:" + other + "/.sglang-fusion-patch/state.json"}
-    predicted, why, _ = host.decide(True, {"sglang_install_server_inputs_pending": to_b})
+    predicted, why, _ = host.decide(True, {"sglang_server_pending_install": to_b})
     os.unlink(host.current)
     os.symlink(other, host.current)
     assert (predicted, why) == (True, ["changed: venv target"]) == host.decide(False)[:2]
@@ -166,7 +166,7 @@ def test_a_switched_venv_restarts_and_is_predicted(host):
 def test_a_reinstalled_wheel_restarts_and_is_predicted(host):
     """fusion_patch re-patches: its record gets a new time stamp, which the dry run cannot know, so both restart."""
     host.prove()
-    predicted, why, _ = host.decide(True, {"fusion_patch_result": {"changed": True}})
+    predicted, why, _ = host.decide(True, {"sglang_server_pending_fusion_patch": True})
     state = os.path.join(host.current, ".sglang-fusion-patch", "state.json")
     with open(state, "w") as handle:  # as the patch module writes it again
         json.dump({"files": {"x.py": {"patched_at": "now"}}, "version": 1}, handle)

@@ -59,7 +59,7 @@ def write_choice(tmp_path, path, candidates):
 
 
 def test_auto_keeps_fusion_where_fusion_patch_gave_its_flag(venv, tmp_path, model):
-    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG, sglang_allreduce_model_path=model,
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=FUSION_FLAG, sglang_allreduce_model_path=model,
                      sglang_allreduce_speculative=True, sglang_allreduce_speculative_num_draft_tokens=4,
                      sglang_allreduce_cuda_graph_max_bs=8)
     assert rc == 0, failure(report)
@@ -71,22 +71,22 @@ def test_auto_keeps_fusion_where_fusion_patch_gave_its_flag(venv, tmp_path, mode
 
 
 def test_the_fusion_canarys_hidden_size_sizes_pcie_ipc_when_the_model_is_not_here_yet(venv, tmp_path):
-    shapes = dict(fusion_patch_server_args=FUSION_FLAG, sglang_allreduce_model_path=str(tmp_path / "not-copied"),
+    shapes = dict(sglang_allreduce_fusion_args=FUSION_FLAG, sglang_allreduce_model_path=str(tmp_path / "not-copied"),
                   sglang_allreduce_speculative=True, sglang_allreduce_speculative_num_draft_tokens=4,
                   sglang_allreduce_cuda_graph_max_bs=8)
-    rc, report = run(venv, tmp_path, fusion_patch_canary_hidden=5120, **shapes)
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_canary_hidden=5120, **shapes)
     assert rc == 0, failure(report)
     both = published(report)["sglang_allreduce_result"]["paths"]["fusion+pcie_ipc"]["environment"]
     assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 5120)
-    rc, report = run(venv, tmp_path, fusion_patch_canary_hidden=5120, sglang_allreduce_hidden_size=7168, **shapes)
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_canary_hidden=5120, sglang_allreduce_hidden_size=7168, **shapes)
     assert rc == 0, failure(report)
     both = published(report)["sglang_allreduce_result"]["paths"]["fusion+pcie_ipc"]["environment"]
     assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 7168)  # its own setting still wins
 
 
 def test_auto_without_fusion_patch_is_nccl_and_says_why(venv, tmp_path):
-    rc, report = run(venv, tmp_path, fusion_patch_server_args=[],
-                     fusion_patch_canary_report={"summary": "fusion canary FAILED on 2 GPU(s)"})
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=[],
+                     sglang_allreduce_fusion_canary_summary="fusion canary FAILED on 2 GPU(s)")
     assert rc == 0, failure(report)
     facts = published(report)
     assert facts["sglang_allreduce_server_args"] == OFF and "fusion" not in facts["sglang_allreduce_candidates"]
@@ -112,9 +112,10 @@ def test_a_bad_setting_is_refused_before_anything_runs(venv, tmp_path):
     assert rc != 0 and name == "Check the all-reduce path settings" and "autotune_dir" in msg
 
 
-def test_hybrid_ep_and_determinism_are_read_from_the_servers_extra_arguments(venv, tmp_path):
-    rc, report = run(venv, tmp_path, sglang_allreduce_tp_size=8, fusion_patch_server_args=FUSION_FLAG,
-                     sglang_server_extra_args=["--ep-size", "2", "--enable-deterministic-inference"])
+@pytest.mark.parametrize("ep", [["--ep-size", "2"], ["--ep-size=2"]])
+def test_hybrid_ep_and_determinism_are_read_from_the_servers_extra_arguments(venv, tmp_path, ep):
+    rc, report = run(venv, tmp_path, sglang_allreduce_tp_size=8, sglang_allreduce_fusion_args=FUSION_FLAG,
+                     sglang_allreduce_server_settings={"extra_args": ep + ["--enable-deterministic-inference"]})
     assert rc == 0, failure(report)
     result = published(report)["sglang_allreduce_result"]
     assert result["path"] == "nccl" and result["candidates"] == ["nccl"]
@@ -123,20 +124,20 @@ def test_hybrid_ep_and_determinism_are_read_from_the_servers_extra_arguments(ven
 
 
 def test_the_chosen_paths_environment_file_is_written_once_and_dry_runs_leave_it(venv, tmp_path):
-    rc, report = run(venv, tmp_path, check=True, fusion_patch_server_args=FUSION_FLAG)
+    rc, report = run(venv, tmp_path, check=True, sglang_allreduce_fusion_args=FUSION_FLAG)
     assert rc == 0, failure(report)
     assert not (tmp_path / "etc" / "allreduce.env").exists()
-    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=FUSION_FLAG)
     assert rc == 0, failure(report)
     assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=0\n" in env_file(tmp_path)  # fusion: the IPC switch written off
-    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=FUSION_FLAG)
     assert rc == 0 and not any(r.get("changed") for n, r in task_results(report)
                                if n == "Write the path's environment file")
 
 
 def test_auto_renders_the_recorded_winner_while_the_candidates_are_the_same(venv, tmp_path):
     write_choice(tmp_path, "nccl", ["fusion+pcie_ipc", "pcie_ipc", "fusion", "nccl"])
-    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=FUSION_FLAG)
     assert rc == 0, failure(report)
     facts = published(report)
     assert facts["sglang_allreduce_applied"] == "nccl" and facts["sglang_allreduce_server_args"] == OFF
@@ -146,7 +147,7 @@ def test_auto_renders_the_recorded_winner_while_the_candidates_are_the_same(venv
 
 def test_auto_falls_back_and_says_why_when_the_candidates_changed(venv, tmp_path):
     write_choice(tmp_path, "nccl", ["fusion", "nccl"])  # measured on another venv: no IPC paths then
-    rc, report = run(venv, tmp_path, fusion_patch_server_args=FUSION_FLAG)
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=FUSION_FLAG)
     assert rc == 0, failure(report)
     result = published(report)["sglang_allreduce_result"]
     assert result["path"] == "fusion" and result["measured"] is False

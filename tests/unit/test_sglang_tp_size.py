@@ -4,6 +4,7 @@ import os
 import re
 
 import pytest
+import yaml
 from ansible.errors import AnsibleFilterError
 from tests.helpers.script_module import load_file
 
@@ -29,6 +30,6 @@ def test_facts_that_are_not_nvidia_gpu_facts_are_refused_by_name(facts):
 def test_every_role_sizing_after_the_server_takes_the_default_from_the_filter(role, variable):
     # one owner: a role that typed its own fallback (the GPU count, or 1) could size another server
     with open(os.path.join(REPO, "roles", role, "defaults", "main.yml")) as handle:
-        line = [text for text in handle if text.startswith(variable + ":")][0]
+        line = " ".join(yaml.safe_load(handle)[variable].split())
     assert "sglang_default_tp_size" in line and "gpu_count" not in line, line
     assert re.search(r"nvidia_gpu \| default\(none\) \| sglang_default_tp_size", line), line

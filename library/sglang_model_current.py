@@ -40,7 +40,7 @@ EXAMPLES = r"""
   sglang_model_current:
     models_dir: /var/lib/sglang/models
     name: Kimi-K2.5
-    revision: 2025-11-01
+    revision: v3
 """
 
 RETURN = r"""
@@ -57,7 +57,7 @@ target:
   description: What the link holds now (a revision's name, or a path source's own folder).
   returned: success
   type: str
-  sample: "2025-11-01"
+  sample: "v3"
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -173,11 +173,11 @@ EXAMPLES = r"""
 - name: Fetch the model from the fleet's mirror
   sglang_model_fetch:
     name: Kimi-K2.5
-    revision: 2025-11-01
+    revision: v3
     models_dir: /var/lib/sglang/models
     source:
       type: http
-      url: http://mirror.internal/models/Kimi-K2.5/2025-11-01
+      url: http://mirror.internal/models/Kimi-K2.5/v3
       token_file: /etc/sglang/mirror-token
 
 - name: Fetch a model from an internal Hugging Face mirror at a pinned commit
@@ -195,7 +195,7 @@ EXAMPLES = r"""
 - name: Copy a model from another host's verified copy (the sglang_model role fills in the transport)
   sglang_model_fetch:
     name: Kimi-K2.5
-    revision: 2025-11-01
+    revision: v3
     models_dir: /var/lib/sglang/models
     source:
       type: peer

@@ -40,7 +40,7 @@ EXAMPLES = r"""
   sglang_model_prune:
     models_dir: /var/lib/sglang/models
     name: Kimi-K2.5
-    keep: [2025-12-01]
+    keep: [v4]
 """
 
 RETURN = r"""

@@ -1,7 +1,7 @@
 """The docs say what is true now (issue 37): no date of a run or session, and no call of the maintainers' GPU tool.
 
-README.md, docs/**/*.md, CHANGELOG.md and each role's README are shipped in the collection; a reader has no GPU tool
-and no use for when something was run. A date may stand only inside a generated block (``<!-- BEGIN ... generated
+README.md, docs/**/*.md, CHANGELOG.md, each role's README and the code the collection ships (modules' documentation
+included) are read by its users; a reader has no GPU tool and no use for when something was run. A date may stand only inside a generated block (``<!-- BEGIN ... generated
 ... -->`` to ``<!-- END ... -->``), which its command rewrites. The maintainers' runbook for the GPU machines,
 scripts/device/README.md, is not shipped and is not checked here.
 """
@@ -81,8 +81,25 @@ def test_user_doc_names_no_run_date_or_gpu_tool(relative):
     _assert_clean(relative)
 
 
-# Role READMEs: slimmed by a separate change of issue 37 (roles/*/README.md); a failure here names the lines that
-# change must drop or reword, the check is the same as for the other docs.
 @pytest.mark.parametrize("relative", ROLE_READMES)
 def test_role_readme_names_no_run_date_or_gpu_tool(relative):
+    _assert_clean(relative)
+
+
+# What else the collection ships and ansible-doc shows: modules (their DOCUMENTATION and EXAMPLES), module_utils,
+# plugins, roles' tasks, defaults, specs and files, playbooks.
+SHIPPED_CODE = _relative([path for pattern in ("library/*.py", "module_utils/*.py", "filter_plugins/*.py",
+                                               "action_plugins/*.py", "roles/*/*/*", "playbooks/**/*.yml",
+                                               "deploy.yml")
+                          for path in glob.glob(os.path.join(REPO, pattern), recursive=True)
+                          if os.path.isfile(path) and not path.endswith(".md")])
+
+
+def test_shipped_code_is_checked():
+    assert "library/sglang_model_fetch.py" in SHIPPED_CODE and "playbooks/deploy.yml" in SHIPPED_CODE
+    assert "roles/sglang_model/defaults/main.yml" in SHIPPED_CODE
+
+
+@pytest.mark.parametrize("relative", SHIPPED_CODE)
+def test_shipped_code_names_no_run_date_or_gpu_tool(relative):
     _assert_clean(relative)

@@ -194,10 +194,13 @@ def main():
     refused = param_checks.refusal("sglang_benchmark_gate", module.argument_spec, module.params)
     if refused:
         module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
+    result = failure = None
     try:
         result = bench_gate_run.run(module.params)
     except bench_gate_run.GateFailure as exc:
-        module.fail_json(msg=exc.msg, **exc.fields)
+        failure = exc
+    if failure:  # reported outside the except clause: a refusal is an answer, not a traceback
+        module.fail_json(msg=failure.msg, **failure.fields)
     module.exit_json(**result)
 
 

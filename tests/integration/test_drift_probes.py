@@ -81,7 +81,7 @@ def host(tmp_path):
         "sglang_layout_root": str(root),
         "sglang_layout_home": str(tmp_path / "home"),
         "sglang_install_active_venv": str(root / "venvs" / "lock-a-aaaaaaaaaaaa"),  # `current` points elsewhere
-        "nccl_tuning_effective": {},
+        "drift_test_nccl_effective": {},
         "nvidia_gpu": {"driver_version": "580.65.06"},
         "sglang_layout_unit_dir": str(tmp_path),
         "sglang_server_service": "sglang",
@@ -153,7 +153,7 @@ def test_host_drift_packages_nccl_driver(host, server):
     serving(server)
     (paths["root"] / "locks" / "lab-b-bbbbbbbbbbbb.txt").write_text("fake-pkg==2.0\nsglang==0.5.21\n")
     (paths["site"] / "nccl_test_hook.pth").write_text("import os; os.environ.setdefault('NCCL_P2P_LEVEL', 'SYS')\n")
-    rc, info, _report = drift(variables, env, server, nccl_tuning_effective={"NCCL_P2P_LEVEL": "PHB"},
+    rc, info, _report = drift(variables, env, server, drift_test_nccl_effective={"NCCL_P2P_LEVEL": "PHB"},
                               nvidia_gpu={"driver_version": "590.10.01"})
     assert rc == 0 and info["status"] == "drift"
     assert info["counts"] == {"packages": 1, "nccl": 1, "driver": 1}
@@ -288,7 +288,7 @@ def test_renaming_every_task_changes_no_verdict_category_or_finding(host, server
     Stub.health = 503
     (paths["root"] / "locks" / "lab-b-bbbbbbbbbbbb.txt").write_text("fake-pkg==2.0\n")
     (paths["site"] / "nccl_test_hook.pth").write_text("import os; os.environ.setdefault('NCCL_P2P_LEVEL', 'SYS')\n")
-    scenario = dict(nccl_tuning_effective={"NCCL_P2P_LEVEL": "PHB"}, nvidia_gpu={"driver_version": "590.10.01"},
+    scenario = dict(drift_test_nccl_effective={"NCCL_P2P_LEVEL": "PHB"}, nvidia_gpu={"driver_version": "590.10.01"},
                     fake_fails=True, sglang_server_restart_needed=True)
     _rc, original, _report = drift(variables, env, server, **scenario)
     copy, count = renamed_copy(tmp_path)

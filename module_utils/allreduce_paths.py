@@ -27,10 +27,13 @@ from ansible.module_utils import allreduce_choice as ac
 from ansible.module_utils import fusion_guards as fg
 from ansible.module_utils import pkg_versions as pv
 
-PATHS = ("nccl", "fusion", "pcie_ipc", "fusion+pcie_ipc")
-REQUESTS = ("auto",) + PATHS
-# Measured candidates, most ambitious first; before any measurement 'auto' keeps today's choice (see decide).
+# The one list of all-reduce paths (docs/allreduce-paths.md; tests/unit/test_allreduce_path_list.py holds the
+# module's and the role's choices, the lab stand-in's table and the docs to it). A path is NCCL plus the FlashInfer
+# kernels its name joins with '+' (nccl: none); each kernel's rules are in KERNELS below. Most ambitious first: the
+# order the candidates are listed in (before any measurement 'auto' keeps today's choice, see decide).
 AUTO_ORDER = ("fusion+pcie_ipc", "pcie_ipc", "fusion", "nccl")
+PATHS = tuple(reversed(AUTO_ORDER))
+REQUESTS = ("auto",) + PATHS
 
 MIN_FLASHINFER_FUSION = "0.6.17"   # first release whose trtllm kernels are built for SM12x (PR #3903)
 MIN_FLASHINFER_PCIE_IPC = "0.7.0"  # first release with flashinfer.comm.PcieIpcAllReduceWorkspace
@@ -333,37 +336,60 @@ def max_numel(facts, setup):
         setup["hidden_size"])
 
 
+def kernels(path):
+    """The FlashInfer kernels ``path`` runs on top of NCCL (nccl: none)."""
+    return () if path == "nccl" else tuple(path.split("+"))
+
+
+def _fusion_rules(facts, setup, runs):
+    """(reasons, server_args, environment, notes) of the fused kernel for a path that runs it or not."""
+    if runs:
+        return fusion_reasons(facts, setup), list(facts["fusion_flag"]), {}, []
+    off = facts.get("no_fusion_flag") or []
+    notes = ["%s: SGLang would otherwise turn fusion on by itself on SM90/SM100 for the architectures it knows" %
+             " ".join(off)] if off else []
+    return [], list(off), {}, notes
+
+
+def _pcie_ipc_rules(facts, setup, runs):
+    """(reasons, server_args, environment, notes) of the PCIe IPC kernel for a path that runs it or not: its switch
+    is written either way where the release reads it (a stale 1 cannot linger)."""
+    environment = {PCIE_SWITCH: "1" if runs else "0"} if facts["sglang_pcie_ipc_switch"] else {}
+    if not runs:
+        return [], [], environment, []
+    server_args = []
+    if setup.get("autotune_dir"):
+        environment[AUTOTUNE_DIR] = setup["autotune_dir"]
+    numel, why = max_numel(facts, setup)
+    if numel is not None:
+        environment[PCIE_MAX_NUMEL] = str(numel)
+    notes = ["%s: %s" % (PCIE_MAX_NUMEL, why)]
+    if facts["custom_allreduce_before_pcie_ipc"]:
+        if setup.get("pcie_ipc_exclusive", True) and facts["disable_custom_all_reduce_flag"]:
+            server_args.append("--disable-custom-all-reduce")
+            notes.append("--disable-custom-all-reduce: SGLang dispatches its custom all-reduce before PCIe IPC "
+                         "(at TP2 it takes every size it fits), so without it the path measured is not PCIe IPC")
+        else:
+            notes.append("custom all-reduce stays on and is dispatched first: PCIe IPC serves only what it declines")
+    return pcie_ipc_reasons(facts, setup), server_args, environment, notes
+
+
+# Each FlashInfer kernel a path may name, with its rules: (facts, setup, runs) -> (why it cannot run here, what it
+# adds to the server's arguments, to its environment, notes). Applied in this order to every path.
+KERNELS = {"fusion": _fusion_rules, "pcie_ipc": _pcie_ipc_rules}
+
+
 def _candidate(path, facts, setup):
-    parts = path.split("+")
+    runs = kernels(path)
     reasons, server_args, environment, notes = [], [], {}, []
-    if path == "nccl":
+    if not runs:
         notes.append("NCCL (and SGLang's own custom all-reduce where it applies): no FlashInfer kernel")
-    if "fusion" in parts:
-        reasons += fusion_reasons(facts, setup)
-        server_args += facts["fusion_flag"]
-    else:
-        server_args += facts.get("no_fusion_flag") or []
-        if facts.get("no_fusion_flag"):
-            notes.append("%s: SGLang would otherwise turn fusion on by itself on SM90/SM100 for the architectures it "
-                         "knows" % " ".join(facts["no_fusion_flag"]))
-    if facts["sglang_pcie_ipc_switch"]:
-        environment[PCIE_SWITCH] = "1" if "pcie_ipc" in parts else "0"
-    if "pcie_ipc" in parts:
-        reasons += pcie_ipc_reasons(facts, setup)
-        if setup.get("autotune_dir"):
-            environment[AUTOTUNE_DIR] = setup["autotune_dir"]
-        numel, why = max_numel(facts, setup)
-        if numel is not None:
-            environment[PCIE_MAX_NUMEL] = str(numel)
-        notes.append("%s: %s" % (PCIE_MAX_NUMEL, why))
-        if facts["custom_allreduce_before_pcie_ipc"]:
-            if setup.get("pcie_ipc_exclusive", True) and facts["disable_custom_all_reduce_flag"]:
-                server_args.append("--disable-custom-all-reduce")
-                notes.append("--disable-custom-all-reduce: SGLang dispatches its custom all-reduce before PCIe IPC "
-                             "(at TP2 it takes every size it fits), so without it the path measured is not PCIe IPC")
-            else:
-                notes.append("custom all-reduce stays on and is dispatched first: PCIe IPC serves only what it "
-                             "declines")
+    for name, rules in KERNELS.items():
+        why, args, env, said = rules(facts, setup, name in runs)
+        reasons += why
+        server_args += args
+        environment.update(env)
+        notes += said
     return {"path": path, "runnable": not reasons, "reasons": reasons, "server_args": server_args,
             "environment": environment, "notes": notes}
 

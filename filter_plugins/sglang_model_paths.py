@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Where a model path's files are before the server's restart switches its current link (the sglang_model role).
 
-    fusion_patch_canary_model_path: "{{ sglang_server_model_path | sglang_model_folder(sglang_model_revisions) }}"
+    sglang_allreduce_model_path: "{{ sglang_server_model_path | sglang_model_folder(sglang_model_revisions) }}"
 
 The server loads a verified revision through <models>/<name>/current, which only its restart points at the revision;
 what reads the model before that (the canaries' hidden size, the offline model check) reads the revision's folder.

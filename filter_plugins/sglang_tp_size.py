@@ -2,7 +2,7 @@
 """The server's tensor-parallel size where none is set: the one place that default is decided.
 
     sglang_server_tp_size: "{{ nvidia_gpu | default(none) | sglang_default_tp_size }}"
-    fusion_patch_canary_gpus: "{{ sglang_server_tp_size | default(nvidia_gpu | default(none) | sglang_default_tp_size) }}"
+    sglang_allreduce_tp_size: "{{ sglang_server_tp_size | default(nvidia_gpu | default(none) | sglang_default_tp_size) }}"
 
 Every GPU of the host, as nvidia_gpu_facts counted them (0 too: the roles' preflight refuses it with their own
 message); 1 where the facts are unknown. Roles that size something

@@ -94,32 +94,40 @@ options:
     type: bool
     default: true
   fusion_unavailable:
-    description: A reason, found elsewhere, why fusion cannot run (e.g. the patch is absent or its canary failed).
+    description: A reason, found elsewhere, why fusion cannot run (e.g. the patch is absent).
     type: str
   pcie_ipc_unavailable:
     description: A reason, found elsewhere, why PCIe IPC cannot run.
     type: str
+  fusion_canary_file:
+    description:
+      - "The fused kernel's canary record on this host (written by the sglang_allreduce role's canary tasks). Given,
+        fusion is held to it: see RV(canaries)."
+      - Omitted, fusion is not held to a canary.
+    type: path
   pcie_ipc_canary_file:
     description:
-      - "The PCIe IPC canary's recorded result on this host (written by the fusion_patch role's C(pcie_ipc_canary)
-        entry point). Given, PCIe IPC is held to it: a result measured for this server (the venv's real path, world
-        size, hidden size, workspace sizing, GPUs and driver: RV(pcie_ipc_canary.key)) that failed refuses both IPC paths with its
-        summary; none for this server leaves them runnable with RV(pcie_ipc_canary.state) C(due) (run the canary,
-        then ask again); an unknown hidden size refuses them (the canary cannot run)."
+      - "The PCIe IPC kernel's canary record on this host (written by the sglang_allreduce role's canary tasks). Given,
+        PCIe IPC is held to it: see RV(canaries)."
       - Omitted, PCIe IPC is not held to a canary.
     type: path
-  pcie_ipc_canary_gpu:
+  canary_gpu:
     description:
       - "The GPUs and driver of this host (the C(gpu_identity) filter of the C(nvidia_gpu) fact: C(gpus), C(driver)),
-        part of what a PCIe IPC canary result is kept for: after a driver upgrade or a GPU change the canary is due
-        again. Omitted, they count as unknown."
+        part of what every canary verdict is kept for: after a driver upgrade or a GPU change a canary is due again.
+        A canary needs one GPU per process of the server's tensor-parallel group: fewer listed here, it cannot run.
+        Omitted, they count as unknown."
     type: dict
-  pcie_ipc_canary_version:
+  canary_version:
     description:
-      - "Which canary script proves PCIe IPC (fusion_patch's C(canary_version) entry point: a digest of the script),
-        part of what a result is kept for: a collection whose canary checks more proves every host again. Omitted,
-        it counts as unknown."
+      - "Which canary script proves the kernels (a digest of the sglang_allreduce role's allreduce_canary.py and
+        cuda_graph_timer.py), part of what a verdict is kept for: a collection whose canary checks more proves every
+        host again. Omitted, it counts as unknown."
     type: str
+  canary_tokens:
+    description: The verify-step token counts every canary checks (comma-separated), part of the fusion verdict's key.
+    type: str
+    default: "1,2,4,8,16,32,64,128"
   choice_file:
     description:
       - "The benchmark gate's recorded choice for C(auto) (written by the sglang_allreduce_choice module). C(auto)
@@ -229,16 +237,18 @@ facts:
   type: dict
   sample: {"sglang_version": "0.5.23", "flashinfer_version": "0.7.2", "sglang_pcie_ipc_switch": true,
            "flashinfer_pcie_ipc": true, "flashinfer_pcie_ipc_world_sizes": [2, 4, 8]}
-pcie_ipc_canary:
+canaries:
   description:
-    - With O(pcie_ipc_canary_file), where PCIe IPC stands with its canary; C(state) is C(passed), C(failed), C(due),
-      C(cannot_run) or C(not_needed) (PCIe IPC cannot run here anyway), C(why) says so, C(key) is what a result must
-      have been measured for, C(summary) the recorded result's summary.
-  returned: when pcie_ipc_canary_file is given
+    - "Per kernel whose canary record is given (O(fusion_canary_file), O(pcie_ipc_canary_file)), where it stands with
+      its canary. A result measured for this server (RV(canaries.key)) that failed, or a canary that cannot run (the
+      hidden size unknown, fewer GPUs than the server's tensor-parallel group), refuses every path that names the
+      kernel with the reason; none for this server leaves them runnable with C(due) (run the canary, then ask
+      again)."
+  returned: when a canary file is given
   type: dict
   contains:
     state:
-      description: C(passed), C(failed), C(due), C(cannot_run) or C(not_needed).
+      description: C(passed), C(failed), C(due), C(cannot_run) or C(not_needed) (the kernel cannot run here anyway).
       type: str
       sample: due
     why:
@@ -246,14 +256,31 @@ pcie_ipc_canary:
       type: str
       sample: none recorded
     key:
-      description: What a result must have been measured for (null where PCIe IPC cannot run anyway).
+      description: What a result must have been measured for (null where the kernel cannot run anyway).
       type: dict
       sample: {"venv": "/opt/sglang/venvs/0.5.23-abc", "world_size": 8, "hidden": 7168, "max_numel": 458752,
                "max_batch": 16, "draft_tokens": 4,
-               "gpu": {"gpus": ["NVIDIA RTX PRO 6000 Blackwell Server Edition"], "driver": "580.65.06"}}
+               "gpu": {"gpus": ["NVIDIA RTX PRO 6000 Blackwell Server Edition"], "driver": "580.65.06"},
+               "canary": "0123456789abcdef"}
     summary:
       description: The recorded result's summary line, where one is recorded for this server.
       type: str
+    record:
+      description: The recorded result for this server (its figures), where there is one.
+      type: dict
+    file:
+      description: The record's path (where the kernel can run here).
+      type: str
+    gpus:
+      description: The canary's processes, one per GPU (the server's tensor-parallel size).
+      type: int
+    argv:
+      description: The canary script's arguments before C(--out).
+      type: list
+      elements: str
+    environment:
+      description: The environment the kernel runs in on the server (the canary runs in it too).
+      type: dict
 msg:
   description: One line saying what was decided, or why the requested path cannot run.
   returned: always
@@ -271,7 +298,7 @@ from ansible.module_utils import param_checks
 
 
 def _read_record(path):
-    """A record's text (the choice, the PCIe IPC canary); None when there is none, and an unreadable one says so
+    """A record's text (the choice, a kernel's canary); None when there is none, and an unreadable one says so
     (decide reports it as such)."""
     if not path:
         return None
@@ -289,8 +316,8 @@ def run(params):
         return None, {"msg": exc.msg}
     setup = dict((name, params[name]) for name in (
         "tp_size", "ep_size", "nnodes", "deterministic", "speculative", "speculative_num_draft_tokens",
-        "cuda_graph_max_bs", "hidden_size", "autotune_dir", "environment", "pcie_ipc_exclusive",
-        "fusion_unavailable", "pcie_ipc_unavailable"))
+        "cuda_graph_max_bs", "hidden_size", "autotune_dir", "environment", "pcie_ipc_exclusive")
+        + tuple(ap.unavailable_param(name) for name in ap.KERNELS))
     # A model not copied yet leaves the hidden size unknown (the canary then cannot run); a broken config fails.
     if setup["hidden_size"] is None and params["model_path"] \
             and os.path.exists(model_config.config_path(params["model_path"])):
@@ -302,15 +329,16 @@ def run(params):
         if setup["autotune_dir"] and params["service_user"]:
             setup["autotune_dir_problem"] = ap.writable_problem(setup["autotune_dir"], params["service_user"])
         recorded = _read_record(params["choice_file"]) if params["path"] == "auto" else None
-        canary = None
-        if params["pcie_ipc_canary_file"]:
-            canary = {"venv_real": os.path.realpath(params["venv"]), "record_path": params["pcie_ipc_canary_file"],
-                      "record_text": _read_record(params["pcie_ipc_canary_file"]), "gpu": params["pcie_ipc_canary_gpu"],
-                      "version": params["pcie_ipc_canary_version"]}
-        return ap.decide_with_canary(params["path"], ap.read_facts(venv.site_packages), setup, recorded,
-                                     canary), None
+        records = dict((name, {"path": params[kernel["canary"]["file_param"]],
+                               "text": _read_record(params[kernel["canary"]["file_param"]])})
+                       for name, kernel in ap.KERNELS.items()
+                       if kernel.get("canary") and params[kernel["canary"]["file_param"]])
+        context = {"venv_real": os.path.realpath(params["venv"]), "gpu": params["canary_gpu"],
+                   "version": params["canary_version"], "tokens": params["canary_tokens"], "records": records}
+        return ap.decide_with_canaries(params["path"], ap.read_facts(venv.site_packages), setup, recorded,
+                                       context if records else None), None
     except ap.PathsError as exc:
-        kept = ("facts", "candidates", "refused", "paths", "pcie_ipc_canary")
+        kept = ("facts", "candidates", "refused", "paths", "canaries")
         failure = dict((key, exc.result[key]) for key in kept if key in exc.result)
         failure["msg"] = exc.msg
         return None, failure
@@ -335,12 +363,14 @@ def main():
             service_user=dict(type="str"),
             environment=dict(type="dict", default={}),
             pcie_ipc_exclusive=dict(type="bool", default=True),
-            fusion_unavailable=dict(type="str"),
-            pcie_ipc_unavailable=dict(type="str"),
-            pcie_ipc_canary_file=dict(type="path"),
-            pcie_ipc_canary_gpu=dict(type="dict"),
-            pcie_ipc_canary_version=dict(type="str"),
+            canary_gpu=dict(type="dict"),
+            canary_version=dict(type="str"),
+            canary_tokens=dict(type="str", default="1,2,4,8,16,32,64,128"),
             choice_file=dict(type="path"),
+            # per kernel: a reason found elsewhere why it cannot run, and its canary's record
+            **dict([(ap.unavailable_param(name), dict(type="str")) for name in ap.KERNELS]
+                   + [(kernel["canary"]["file_param"], dict(type="path"))
+                      for kernel in ap.KERNELS.values() if kernel.get("canary")])
         ),
         supports_check_mode=True,
     )

@@ -27,10 +27,13 @@ from ansible.module_utils import allreduce_choice as ac
 from ansible.module_utils import fusion_guards as fg
 from ansible.module_utils import pkg_versions as pv
 
-PATHS = ("nccl", "fusion", "pcie_ipc", "fusion+pcie_ipc")
-REQUESTS = ("auto",) + PATHS
-# Measured candidates, most ambitious first; before any measurement 'auto' keeps today's choice (see decide).
+# The one list of all-reduce paths (docs/allreduce-paths.md; tests/unit/test_allreduce_path_list.py holds the
+# module's and the role's choices, the lab stand-in's table and the docs to it). A path is NCCL plus the FlashInfer
+# kernels its name joins with '+' (nccl: none); each kernel's rules are in KERNELS below. Most ambitious first: the
+# order the candidates are listed in (before any measurement 'auto' keeps today's choice, see decide).
 AUTO_ORDER = ("fusion+pcie_ipc", "pcie_ipc", "fusion", "nccl")
+PATHS = tuple(reversed(AUTO_ORDER))
+REQUESTS = ("auto",) + PATHS
 
 MIN_FLASHINFER_FUSION = "0.6.17"   # first release whose trtllm kernels are built for SM12x (PR #3903)
 MIN_FLASHINFER_PCIE_IPC = "0.7.0"  # first release with flashinfer.comm.PcieIpcAllReduceWorkspace
@@ -275,8 +278,6 @@ def fusion_reasons(facts, setup):
     problem = _ipc_environment_problem(setup["environment"])
     if problem:
         reasons.append(problem)
-    if setup.get("fusion_unavailable"):
-        reasons.append(setup["fusion_unavailable"])
     return reasons
 
 
@@ -309,8 +310,6 @@ def pcie_ipc_reasons(facts, setup):
         reasons.append("no persistent %s given: every server start would re-tune" % AUTOTUNE_DIR)
     elif setup.get("autotune_dir_problem"):
         reasons.append("%s %s: %s" % (AUTOTUNE_DIR, setup["autotune_dir"], setup["autotune_dir_problem"]))
-    if setup.get("pcie_ipc_unavailable"):
-        reasons.append(setup["pcie_ipc_unavailable"])
     return reasons
 
 
@@ -333,102 +332,197 @@ def max_numel(facts, setup):
         setup["hidden_size"])
 
 
+def kernels(path):
+    """The FlashInfer kernels ``path`` runs on top of NCCL (nccl: none)."""
+    return () if path == "nccl" else tuple(path.split("+"))
+
+
+def _fusion_rules(facts, setup, runs):
+    """(reasons, server_args, environment, notes) of the fused kernel for a path that runs it or not."""
+    if runs:
+        return fusion_reasons(facts, setup), list(facts["fusion_flag"]), {}, []
+    off = facts.get("no_fusion_flag") or []
+    notes = ["%s: SGLang would otherwise turn fusion on by itself on SM90/SM100 for the architectures it knows" %
+             " ".join(off)] if off else []
+    return [], list(off), {}, notes
+
+
+def _pcie_ipc_rules(facts, setup, runs):
+    """(reasons, server_args, environment, notes) of the PCIe IPC kernel for a path that runs it or not: its switch
+    is written either way where the release reads it (a stale 1 cannot linger)."""
+    environment = {PCIE_SWITCH: "1" if runs else "0"} if facts["sglang_pcie_ipc_switch"] else {}
+    if not runs:
+        return [], [], environment, []
+    server_args = []
+    if setup.get("autotune_dir"):
+        environment[AUTOTUNE_DIR] = setup["autotune_dir"]
+    numel, why = max_numel(facts, setup)
+    if numel is not None:
+        environment[PCIE_MAX_NUMEL] = str(numel)
+    notes = ["%s: %s" % (PCIE_MAX_NUMEL, why)]
+    if facts["custom_allreduce_before_pcie_ipc"]:
+        if setup.get("pcie_ipc_exclusive", True) and facts["disable_custom_all_reduce_flag"]:
+            server_args.append("--disable-custom-all-reduce")
+            notes.append("--disable-custom-all-reduce: SGLang dispatches its custom all-reduce before PCIe IPC "
+                         "(at TP2 it takes every size it fits), so without it the path measured is not PCIe IPC")
+        else:
+            notes.append("custom all-reduce stays on and is dispatched first: PCIe IPC serves only what it declines")
+    return pcie_ipc_reasons(facts, setup), server_args, environment, notes
+
+
+def _fusion_canary_key(context, setup, environment):
+    """What a fusion canary verdict stands for: the venv, the world size and the shapes (hidden size, the verify
+    sizes, the server's draft tokens and CUDA-graph max batch: SGLang's own is 32 where unset), GPUs, driver, script."""
+    draft = setup.get("speculative_num_draft_tokens")
+    return {"venv": context["venv_real"], "world_size": setup["tp_size"], "hidden": setup.get("hidden_size"),
+            "tokens": context["tokens"], "draft_tokens": draft,
+            "max_batch": (setup.get("cuda_graph_max_bs") or 32) if draft else None,
+            "gpu": context.get("gpu"), "canary": context.get("version")}
+
+
+def _fusion_canary_argv(key):
+    return (["--path", "fusion", "--hidden", str(key["hidden"]), "--tokens", key["tokens"]]
+            + (["--draft-tokens", str(key["draft_tokens"]), "--max-batch", str(key["max_batch"])]
+               if key["draft_tokens"] else []))
+
+
+def _pcie_ipc_canary_key(context, setup, environment):
+    """What a PCIe IPC canary verdict stands for: the venv, the world size, the hidden size, the workspace sizing
+    (SGLANG_PCIE_IPC_MAX_NUMEL, or the CUDA-graph max batch and draft tokens SGLang derives it from), GPUs, driver,
+    script."""
+    numel = environment.get(PCIE_MAX_NUMEL)
+    return {"venv": context["venv_real"], "world_size": setup["tp_size"], "hidden": setup.get("hidden_size"),
+            "max_numel": int(numel) if numel else None, "max_batch": setup.get("cuda_graph_max_bs"),
+            "draft_tokens": setup.get("speculative_num_draft_tokens") if setup.get("speculative") else None,
+            "gpu": context.get("gpu"), "canary": context.get("version")}
+
+
+def _pcie_ipc_canary_argv(key, tokens):
+    """The workspace as SGLang sizes it: its SGLANG_PCIE_IPC_MAX_NUMEL, else max batch x draft tokens, else the
+    release's own fallback width (the canary reads it from the release)."""
+    return (["--path", "pcie_ipc", "--hidden", str(key["hidden"]), "--tokens", tokens]
+            + (["--pcie-ipc-max-numel", str(key["max_numel"])] if key["max_numel"] else [])
+            + (["--max-batch", str(key["max_batch"])] if key["max_batch"] else [])
+            + (["--draft-tokens", str(key["draft_tokens"])] if key["draft_tokens"] and key["max_batch"] else []))
+
+
+# Each FlashInfer kernel a path may name, applied in this order to every path:
+# * rules: (facts, setup, runs) -> (why it cannot run here, what it adds to the server's arguments, to its
+#   environment, notes); a reason found elsewhere comes in as setup['<kernel>_unavailable'] (a module option);
+# * canary: the proof on the host's GPUs the kernel is held to (tasks in the role run it where it is due):
+#   file_param, the module option naming its record; key(context, setup, the kernel's environment), what a verdict
+#   stands for; argv(key, tokens), the canary script's arguments before --out.
+KERNELS = {
+    "fusion": {"rules": _fusion_rules,
+               "canary": {"file_param": "fusion_canary_file", "key": _fusion_canary_key,
+                          "argv": lambda key, tokens: _fusion_canary_argv(key)}},
+    "pcie_ipc": {"rules": _pcie_ipc_rules,
+                 "canary": {"file_param": "pcie_ipc_canary_file", "key": _pcie_ipc_canary_key,
+                            "argv": _pcie_ipc_canary_argv}},
+}
+
+
+def unavailable_param(kernel):
+    """The module option (and setup key) carrying a reason, found elsewhere, why ``kernel`` cannot run."""
+    return "%s_unavailable" % kernel
+
+
 def _candidate(path, facts, setup):
-    parts = path.split("+")
+    runs = kernels(path)
     reasons, server_args, environment, notes = [], [], {}, []
-    if path == "nccl":
+    if not runs:
         notes.append("NCCL (and SGLang's own custom all-reduce where it applies): no FlashInfer kernel")
-    if "fusion" in parts:
-        reasons += fusion_reasons(facts, setup)
-        server_args += facts["fusion_flag"]
-    else:
-        server_args += facts.get("no_fusion_flag") or []
-        if facts.get("no_fusion_flag"):
-            notes.append("%s: SGLang would otherwise turn fusion on by itself on SM90/SM100 for the architectures it "
-                         "knows" % " ".join(facts["no_fusion_flag"]))
-    if facts["sglang_pcie_ipc_switch"]:
-        environment[PCIE_SWITCH] = "1" if "pcie_ipc" in parts else "0"
-    if "pcie_ipc" in parts:
-        reasons += pcie_ipc_reasons(facts, setup)
-        if setup.get("autotune_dir"):
-            environment[AUTOTUNE_DIR] = setup["autotune_dir"]
-        numel, why = max_numel(facts, setup)
-        if numel is not None:
-            environment[PCIE_MAX_NUMEL] = str(numel)
-        notes.append("%s: %s" % (PCIE_MAX_NUMEL, why))
-        if facts["custom_allreduce_before_pcie_ipc"]:
-            if setup.get("pcie_ipc_exclusive", True) and facts["disable_custom_all_reduce_flag"]:
-                server_args.append("--disable-custom-all-reduce")
-                notes.append("--disable-custom-all-reduce: SGLang dispatches its custom all-reduce before PCIe IPC "
-                             "(at TP2 it takes every size it fits), so without it the path measured is not PCIe IPC")
-            else:
-                notes.append("custom all-reduce stays on and is dispatched first: PCIe IPC serves only what it "
-                             "declines")
+    for name, kernel in KERNELS.items():
+        why, args, env, said = kernel["rules"](facts, setup, name in runs)
+        if name in runs and setup.get(unavailable_param(name)):
+            why = why + [setup[unavailable_param(name)]]
+        reasons += why
+        server_args += args
+        environment.update(env)
+        notes += said
     return {"path": path, "runnable": not reasons, "reasons": reasons, "server_args": server_args,
             "environment": environment, "notes": notes}
 
 
-def pcie_ipc_canary_key(venv_real, setup, environment, gpu=None, version=None):
-    """What a PCIe IPC canary result must have been measured for to stand for this server: the venv it ran from,
-    the world size, the hidden size, the workspace sizing (SGLANG_PCIE_IPC_MAX_NUMEL, or the CUDA-graph max
-    batch and draft tokens SGLang derives it from), the GPUs and driver it ran on (``gpu``, the gpu_identity
-    filter's answer; None where unknown) and the canary script that proved it (``version``, fusion_patch's
-    canary_version; None where unknown)."""
-    numel = environment.get(PCIE_MAX_NUMEL)
-    return {"venv": venv_real, "world_size": setup["tp_size"], "hidden": setup.get("hidden_size"),
-            "max_numel": int(numel) if numel else None, "max_batch": setup.get("cuda_graph_max_bs"),
-            "draft_tokens": setup.get("speculative_num_draft_tokens") if setup.get("speculative") else None,
-            "gpu": gpu, "canary": version}
-
-
-def pcie_ipc_canary_state(record_text, key, record_path):
-    """{'state': passed | failed | due | cannot_run, 'key', 'summary', 'why'} of the PCIe IPC canary for ``key``,
-    from the recorded result's text (None: none recorded). Pure."""
-    state = {"key": key, "summary": None}
+def canary_state(record_text, key, record_path, kernel="pcie_ipc"):
+    """{'state': passed | failed | due | cannot_run, 'key', 'summary', 'record', 'why'} of ``kernel``'s canary for
+    ``key``, from the recorded result's text (None: none recorded). Pure."""
+    state = {"key": key, "summary": None, "record": None}
     if key["hidden"] is None:
         return dict(state, state="cannot_run", why="its canary needs the model's hidden size (give hidden_size, or "
                                                    "a model_path with config.json)")
+    gpus = (key.get("gpu") or {}).get("gpus") if key.get("gpu") is not None else None
+    if gpus is not None and len(gpus) < key["world_size"]:
+        return dict(state, state="cannot_run", why=(
+            "its canary runs one process per GPU of the server's tensor-parallel group (%d) and this host has %d "
+            "(nvidia_gpu: run gpu_preflight first; a server spread over hosts cannot use %s)"
+            % (key["world_size"], len(gpus), kernel)))
     try:
         record = json.loads(record_text) if record_text is not None else None
     except ValueError:
         record = None
     if not isinstance(record, dict) or record.get("key") != key:
         why = "none recorded" if record_text is None else (
-            "the recorded one (%s) was measured for another venv, world size, sizing, GPUs, driver or canary script"
+            "the recorded one (%s) was measured for another venv, shapes, sizing, GPUs, driver or canary script"
             % record_path
             if isinstance(record, dict) else "the recorded one (%s) cannot be read" % record_path)
         return dict(state, state="due", why=why)
-    state["summary"] = record.get("summary")
+    state.update(summary=record.get("summary"), record=record)
     if record.get("passed") is True:
         return dict(state, state="passed", why="its canary passed on this host (%s)" % record_path)
     return dict(state, state="failed", why="its canary failed on this host: %s (delete %s to run it again)" % (
         record.get("summary") or "no summary", record_path))
 
 
-def decide_with_canary(request, facts, setup, recorded_choice=None, canary=None):
-    """decide(), with PCIe IPC held to its canary where ``canary`` = {venv_real, record_text, record_path, gpu,
-    version} is given (gpu and version may be absent: unknown).
+def canary_states(facts, setup, context):
+    """{kernel: state} for every kernel whose canary record is given (``context['records']``: {kernel: {'path',
+    'text'}}), judged where the kernel's own rules let it run (a reason found elsewhere does not hide a recorded
+    verdict, but a canary is not due where the kernel could not serve anyway): ``canary_state`` plus 'file', 'gpus'
+    (its processes), 'argv' and 'environment' (to run it in); 'not_needed' where the kernel cannot run here."""
+    clean = validate_setup(setup)
+    states = {}
+    for name, kernel in KERNELS.items():
+        record = (context.get("records") or {}).get(name)
+        if record is None or not kernel.get("canary"):
+            continue
+        why, _args, environment, _notes = kernel["rules"](facts, clean, True)
+        if why:
+            states[name] = {"state": "not_needed", "why": "%s cannot run here anyway" % name, "key": None,
+                            "summary": None, "record": None}
+            continue
+        canary = kernel["canary"]
+        key = canary["key"](context, clean, environment)
+        state = canary_state(record.get("text"), key, record["path"], name)
+        if state["state"] == "due" and clean.get(unavailable_param(name)):  # not run where it could not serve anyway
+            state = dict(state, state="not_needed", why="%s cannot run here anyway: %s" % (
+                name, clean[unavailable_param(name)]))
+        state.update(file=record["path"], gpus=clean["tp_size"], environment=environment,
+                     argv=canary["argv"](key, context["tokens"]) if state["state"] != "cannot_run" else [])
+        states[name] = state
+    return states
 
-    A failed canary, or one that cannot run (hidden size unknown), refuses both IPC paths with its reason; a canary
-    not yet run for this server leaves them runnable and says it is due (the role runs it, then asks again). The
-    result's ``pcie_ipc_canary`` says which (``not_needed`` where PCIe IPC cannot run anyway)."""
-    if canary is None:
+
+def decide_with_canaries(request, facts, setup, recorded_choice=None, context=None):
+    """decide(), with each kernel held to its canary where ``context`` = {venv_real, gpu, version, tokens, records:
+    {kernel: {path, text}}} names its record (gpu and version may be None: unknown).
+
+    A failed canary, or one that cannot run, refuses every path that names the kernel, with its reason; a canary not
+    yet run for this server leaves them runnable and says it is due (the role runs it, then asks again). The
+    result's ``canaries`` holds each kernel's state."""
+    if not context:
         return decide(request, facts, setup, recorded_choice)
-    pcie = decide("auto", facts, setup)["paths"]["pcie_ipc"]
-    state = {"state": "not_needed", "why": "PCIe IPC cannot run here anyway", "key": None, "summary": None}
-    if pcie["runnable"]:
-        key = pcie_ipc_canary_key(canary["venv_real"], validate_setup(setup), pcie["environment"], canary.get("gpu"),
-                                  canary.get("version"))
-        state = pcie_ipc_canary_state(canary["record_text"], key, canary["record_path"])
+    states = canary_states(facts, setup, context)
+    setup = dict(setup)
+    for name, state in states.items():
         if state["state"] in ("failed", "cannot_run"):
-            setup = dict(setup, pcie_ipc_unavailable="; ".join(
-                r for r in (setup.get("pcie_ipc_unavailable"), "PCIe IPC is unproven here: " + state["why"]) if r))
+            setup[unavailable_param(name)] = "; ".join(r for r in (
+                setup.get(unavailable_param(name)), "%s is unproven here: %s" % (name, state["why"])) if r)
     try:
         result = decide(request, facts, setup, recorded_choice)
     except PathsError as exc:
-        exc.result["pcie_ipc_canary"] = state
+        exc.result["canaries"] = states
         raise
-    result["pcie_ipc_canary"] = state
+    result["canaries"] = states
     return result
 
 

@@ -92,8 +92,8 @@ run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, r
   local rc=$?
   log "$name: rc=$rc wall=$((SECONDS - t0))s"
 }
-canary=roles/fusion_patch/files/fusion_canary.py
-bench=roles/gpu_probes/files/allreduce_bench.py
+canary=roles/sglang_allreduce/files/allreduce_canary.py
+bench=roles/sglang_allreduce/files/allreduce_bench.py
 draft_tokens=4 max_batch=16  # the speculative shapes: CUDA-graph batches up to max_batch x draft tokens
 spec=(--hidden 7168 --draft-tokens "$draft_tokens" --max-batch "$max_batch" --sglang-site "$sglang_site")
 jit() {  # jit NAME GENERATOR: build one FlashInfer JIT module the canaries load (needs one GPU only), both at once

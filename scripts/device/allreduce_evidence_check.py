@@ -19,7 +19,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-CANARY_FILE = os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canary.py")
+CANARY_FILE = os.path.join(REPO, "roles", "sglang_allreduce", "files", "allreduce_canary.py")
 CANDIDATES_FILE = os.path.join(HERE, "nccl-bench-candidates.txt")
 SHARED_GPU_RANK_FILE = os.path.join(HERE, "shared-gpu-rank.env")
 MUST_FAIL = ("canary_corrupt", "canary_pcie_ipc_corrupt")
@@ -33,7 +33,7 @@ HAZARD_PAIRS = (("canary_sglang_call", "canary_vllm_trigger"), ("canary_consumer
 
 
 def load_canary():
-    """roles/fusion_patch/files/fusion_canary.py (importable without torch): its shapes() and judge()."""
+    """roles/sglang_allreduce/files/allreduce_canary.py (importable without torch): its shapes() and judge()."""
     import importlib.util  # pylint: disable=import-outside-toplevel
     spec = importlib.util.spec_from_file_location("fusion_canary", CANARY_FILE)
     module = importlib.util.module_from_spec(spec)

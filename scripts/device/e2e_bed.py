@@ -152,7 +152,8 @@ def rehearsal_canary_command():
     0, a host id of its own); the role appends its arguments and --out."""
     venv_python = "/opt/sglang/current/bin/python"
     return [venv_python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(RANKS), "--no-python",
-            "bash", os.path.join(REHEARSAL, "shared_gpu_rank.sh"), venv_python, "/usr/local/bin/sglang-fusion-canary"]
+            "bash", os.path.join(REHEARSAL, "shared_gpu_rank.sh"), venv_python,
+            "/usr/local/lib/sglang-allreduce/allreduce_canary.py"]
 
 
 def api_key():

@@ -35,8 +35,8 @@ run() {  # run NAME TIMEOUT SCRIPT ARGS...: torchrun one process per GPU, log, r
   local rc=$?
   log "$name: rc=$rc wall=$((SECONDS - t0))s"
 }
-canary=roles/fusion_patch/files/fusion_canary.py
-bench=roles/gpu_probes/files/allreduce_bench.py
+canary=roles/sglang_allreduce/files/allreduce_canary.py
+bench=roles/sglang_allreduce/files/allreduce_bench.py
 # 1. the canary, first run: includes FlashInfer's JIT build of trtllm_comm (unless SKIP_FIRST_CANARY is set)
 [ -n "${SKIP_FIRST_CANARY:-}" ] || run canary 420 "$canary" --hidden 7168 --out "$OUT/canary.json"
 # 2. the same, JIT cache warm

@@ -1,17 +1,17 @@
-"""All-reduce evidence bundles built in tests, in the shape fusion_canary.py, allreduce_bench.py and
+"""All-reduce evidence bundles built in tests, in the shape allreduce_canary.py, allreduce_bench.py and
 allreduce_canary_evidence.sh write them. They show what the checker and the README's table do with a run; none of
 them is evidence of anything on a GPU."""
 from tests.helpers.script_module import load_file
 
 checker = load_file("scripts/device/allreduce_evidence_check.py", "allreduce_evidence_check")
-canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary")
+canary = load_file("roles/sglang_allreduce/files/allreduce_canary.py", "fusion_canary")
 SPEC = {"draft_tokens": 4, "max_batch": 16}
 SHAPES = canary.shapes(canary.DEFAULT_TOKENS, SPEC["draft_tokens"], SPEC["max_batch"])
 SPECULATIVE = sorted(set(SHAPES) - set(canary.DEFAULT_TOKENS))
 
 
 def canary_result(path, gpus, bad_rank=None):
-    """A canary result as fusion_canary.py writes it: eager and graph rows per shape, one row per rank."""
+    """A canary result as allreduce_canary.py writes it: eager and graph rows per shape, one row per rank."""
     sizes = []
     for tokens in SHAPES:
         if path == "pcie_ipc" and tokens > SPEC["max_batch"] * SPEC["draft_tokens"]:  # SGLang sends it to NCCL

@@ -10,7 +10,7 @@ from tests.helpers.script_module import load_file
 pytestmark = pytest.mark.wheels
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary_real")
+canary = load_file("roles/sglang_allreduce/files/allreduce_canary.py", "fusion_canary_real")
 
 FILES = (canary.SG_FUSION,) + canary.SG_CALLERS + canary.SG_MAX_BATCH
 

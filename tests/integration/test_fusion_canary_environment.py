@@ -23,9 +23,9 @@ def run_canary(tmp_path, wire, **variables):
     recorder.write_text(RECORDER)
     recorder.chmod(0o755)
     result = tmp_path / "canary.json"
-    extra = {"wire_runtime_environment": wire, "fusion_patch_canary_command": [str(recorder)],
-             "fusion_patch_canary_user": "root", "fusion_patch_canary_result": str(result),
-             "__fusion_patch_canary_bin": str(tmp_path / "installed-canary"),
+    extra = {"wire_runtime_environment": wire, "sglang_allreduce_canary_command": [str(recorder)],
+             "sglang_allreduce_user": "root", "canary_result": str(result),
+             "sglang_allreduce_tools_dir": str(tmp_path / "tools"),
              "sglang_layout_root": str(tmp_path / "opt"), "sglang_layout_home": str(tmp_path / "home")}
     extra.update(variables)
     rc, report = run_playbook(PLAYBOOK, extra, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})  # an SSH session's

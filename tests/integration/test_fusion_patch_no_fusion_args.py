@@ -37,7 +37,6 @@ def published(tmp_path, tasks_from, **variables):
                        "msg": "{{ {'on': fusion_patch_server_args | default('unset'),"
                               " 'off': fusion_patch_server_no_fusion_args} }}"}}],
     }], sort_keys=False))
-    variables.setdefault("fusion_patch_canary_result", str(tmp_path / "canary.json"))
     rc, report = run_playbook(str(playbook), variables)
     assert rc == 0, failure(report)
     results = task_results(report)
@@ -48,6 +47,7 @@ def published(tmp_path, tasks_from, **variables):
 @pytest.mark.parametrize("variables", [
     {"fusion_patch_allowed": False},  # gpu_preflight refused fusion on the host: the patch is rolled back
     {"fusion_patch_state": "absent"},
+    {"fusion_patch_canary_failed": True},  # sglang_allreduce's fusion canary failed for this server: kept off
 ])
 def test_main_publishes_the_off_switch_where_the_patch_is_not_applied(pcie_ipc_venv, tmp_path, variables):
     before = tree_digest(pcie_ipc_venv)
@@ -66,3 +66,12 @@ def test_server_flags_reads_it_without_changing_anything(pcie_ipc_venv, tmp_path
 def test_server_flags_without_a_venv_publishes_nothing_to_pass(tmp_path):
     flags, _changed = published(tmp_path, "server_flags", fusion_patch_venv=str(tmp_path / "not-installed"))
     assert flags == {"on": "unset", "off": []}
+
+
+def test_rollback_takes_the_patch_out_and_publishes_only_the_off_switch(pcie_ipc_venv, tmp_path):
+    before = tree_digest(pcie_ipc_venv)
+    flags, changed = published(tmp_path, "main", fusion_patch_venv=pcie_ipc_venv)
+    assert flags == {"on": ["--flashinfer-allreduce-fusion-backend", "trtllm"], "off": OFF} and changed
+    flags, changed = published(tmp_path, "rollback", fusion_patch_venv=pcie_ipc_venv)
+    assert flags == {"on": [], "off": OFF} and changed
+    assert tree_digest(pcie_ipc_venv) == before  # the original files back, no patch record left

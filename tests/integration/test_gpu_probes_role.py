@@ -42,15 +42,15 @@ def host(tmp_path):
 
 
 def probe(host, check=False, **variables):
-    """The role with these variables; sglang_server_* and fusion_patch_canary_hidden go in as
-    playbooks/allreduce_bench.yml passes them (gpu_probes_server_settings, gpu_probes_fusion_canary_hidden)."""
+    """The role with these variables; sglang_server_* and sglang_allreduce_hidden_size go in as
+    playbooks/allreduce_bench.yml passes them (gpu_probes_server_settings, gpu_probes_allreduce_hidden_size)."""
     server = {"model_path": str(host / "model")}
     for name in [name for name in variables if name.startswith("sglang_server_")]:
         server[name[len("sglang_server_"):]] = variables.pop(name)
-    if "fusion_patch_canary_hidden" in variables:
-        variables["gpu_probes_fusion_canary_hidden"] = variables.pop("fusion_patch_canary_hidden")
+    if "sglang_allreduce_hidden_size" in variables:
+        variables["gpu_probes_allreduce_hidden_size"] = variables.pop("sglang_allreduce_hidden_size")
     base = {"test_role": "gpu_probes", "gpu_probes_venv": str(host / "venv"), "gpu_probes_user": getpass.getuser(),
-            "gpu_probes_report_dir": str(host / "reports"), "__gpu_probes_bench_bin": str(host / "bench"),
+            "gpu_probes_report_dir": str(host / "reports"), "sglang_allreduce_tools_dir": str(host / "tools"),
             "gpu_probes_server_settings": server,
             "nvidia_gpu": {"gpu_count": 8, "driver_version": "580.65.06", "gpus": []}}
     base.update(variables)
@@ -74,8 +74,11 @@ def test_it_measures_the_models_shapes_at_the_servers_world_size_with_and_withou
     assert {option(c, "--nproc-per-node") for c in made} == {"4"}      # the server's TP, not all 8 GPUs
     assert {option(c, "--hidden") for c in made} == {"4096"}           # the model's own hidden size
     assert all(c["args"][:3] == ["-m", "torch.distributed.run", "--standalone"] for c in made)
-    assert (host / "bench").read_bytes() == open(os.path.join(REPO, "roles/gpu_probes/files/allreduce_bench.py"),
-                                                 "rb").read()
+    # installed by sglang_allreduce's tools entry point, beside the CUDA-graph timer it imports
+    for script in ("allreduce_bench.py", "cuda_graph_timer.py"):
+        assert (host / "tools" / script).read_bytes() == open(os.path.join(REPO, "roles/sglang_allreduce/files",
+                                                                           script), "rb").read()
+    assert {c["args"][5] for c in made} == {str(host / "tools" / "allreduce_bench.py")}
     for label in ("deployed", "defaults"):
         fetched = json.loads((host / "reports" / "localhost" / ("allreduce-%s.json" % label)).read_text())
         assert fetched["label"] == label and fetched["tool"] == "allreduce_bench"
@@ -90,7 +93,7 @@ def test_a_dry_run_says_what_it_would_measure_and_neither_installs_nor_runs_anyt
     assert rc == 0, failure(report)
     said = dict(task_results(report))["Say what the probe would measure (check mode)"]["msg"]
     assert "on 4 GPUs at [1,2,4,8,16,32,64,128] x 4096 bf16" in said
-    assert calls(host) == [] and not (host / "bench").exists() and not (host / "reports").exists()
+    assert calls(host) == [] and not (host / "tools").exists() and not (host / "reports").exists()
 
 
 def test_without_a_tp_size_every_gpu_of_the_host_takes_part(host):
@@ -99,11 +102,11 @@ def test_without_a_tp_size_every_gpu_of_the_host_takes_part(host):
     assert {option(c, "--nproc-per-node") for c in calls(host)} == {"8"}
 
 
-def test_a_hidden_size_given_wins_over_the_model_and_the_fusion_canarys_setting_serves_too(host):
-    rc, report = probe(host, fusion_patch_canary_hidden=5120)
+def test_a_hidden_size_given_wins_over_the_model_and_the_all_reduce_setting_serves_too(host):
+    rc, report = probe(host, sglang_allreduce_hidden_size=5120)
     assert rc == 0, failure(report)
     assert {option(c, "--hidden") for c in calls(host)} == {"5120"}
-    rc, report = probe(host, fusion_patch_canary_hidden=5120, gpu_probes_hidden=7168)
+    rc, report = probe(host, sglang_allreduce_hidden_size=5120, gpu_probes_hidden=7168)
     assert rc == 0, failure(report)
     assert [option(c, "--hidden") for c in calls(host)][2:] == ["7168", "7168"]
 
@@ -120,7 +123,7 @@ def test_what_it_cannot_measure_is_refused_before_anything_is_installed(host, va
     rc, report = probe(host, **variables)
     name, msg = failure(report)
     assert rc != 0 and reason in msg, (name, msg)
-    assert not (host / "bench").exists() and calls(host) == []
+    assert not (host / "tools").exists() and calls(host) == []
 
 
 # No systemd here: whether the server is active is given the way the role's own read would set it (extra vars win
@@ -129,7 +132,7 @@ def test_beside_a_running_server_it_measures_only_when_asked_and_says_so(host):
     rc, report = probe(host, __gpu_probes_serving=True)
     name, msg = failure(report)
     assert rc != 0 and "gpu_probes_while_serving: true" in msg and "systemctl stop sglang" in msg, (name, msg)
-    assert not (host / "bench").exists() and calls(host) == []
+    assert not (host / "tools").exists() and calls(host) == []
     rc, report = probe(host, __gpu_probes_serving=True, gpu_probes_while_serving="true")  # as -e passes it
     assert rc == 0, failure(report)
     assert len(calls(host)) == 2

@@ -29,8 +29,8 @@ def run(venv, tmp_path, check=False, **variables):
     base = {"sglang_allreduce_venv": venv, "sglang_allreduce_tp_size": 2, "sglang_allreduce_user": getpass.getuser(),
             "sglang_allreduce_autotune_dir": str(tmp_path / "autotune"),
             "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home"),
-            # PCIe IPC's canary has tests of its own (test_pcie_ipc_canary_role.py); here the paths are decided alone
-            "sglang_allreduce_pcie_ipc_canary": False}
+            # the canaries have tests of their own (test_allreduce_*_canary.py); here the paths are decided alone
+            "sglang_allreduce_canary": False}
     (tmp_path / "etc").mkdir(exist_ok=True)
     (tmp_path / "home").mkdir(exist_ok=True)
     base.update(variables)
@@ -70,27 +70,27 @@ def test_auto_keeps_fusion_where_fusion_patch_gave_its_flag(venv, tmp_path, mode
     assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 4096)  # hidden size read from the model's config
 
 
-def test_the_fusion_canarys_hidden_size_sizes_pcie_ipc_when_the_model_is_not_here_yet(venv, tmp_path):
+def test_the_hidden_size_setting_sizes_pcie_ipc_when_the_model_is_not_here_yet(venv, tmp_path, model):
     shapes = dict(sglang_allreduce_fusion_args=FUSION_FLAG, sglang_allreduce_model_path=str(tmp_path / "not-copied"),
                   sglang_allreduce_speculative=True, sglang_allreduce_speculative_num_draft_tokens=4,
                   sglang_allreduce_cuda_graph_max_bs=8)
-    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_canary_hidden=5120, **shapes)
+    rc, report = run(venv, tmp_path, sglang_allreduce_hidden_size=5120, **shapes)
     assert rc == 0, failure(report)
     both = published(report)["sglang_allreduce_result"]["paths"]["fusion+pcie_ipc"]["environment"]
     assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 5120)
-    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_canary_hidden=5120, sglang_allreduce_hidden_size=7168, **shapes)
+    rc, report = run(venv, tmp_path, sglang_allreduce_hidden_size=7168, **dict(shapes, sglang_allreduce_model_path=model))
     assert rc == 0, failure(report)
     both = published(report)["sglang_allreduce_result"]["paths"]["fusion+pcie_ipc"]["environment"]
-    assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 7168)  # its own setting still wins
+    assert both["SGLANG_PCIE_IPC_MAX_NUMEL"] == str(8 * 4 * 7168)  # the setting wins over the model's config
 
 
 def test_auto_without_fusion_patch_is_nccl_and_says_why(venv, tmp_path):
-    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=[],
-                     sglang_allreduce_fusion_canary_summary="fusion canary FAILED on 2 GPU(s)")
+    rc, report = run(venv, tmp_path, sglang_allreduce_fusion_args=[])
     assert rc == 0, failure(report)
     facts = published(report)
     assert facts["sglang_allreduce_server_args"] == OFF and "fusion" not in facts["sglang_allreduce_candidates"]
-    assert any("canary FAILED" in r for r in facts["sglang_allreduce_result"]["refused"]["fusion"])
+    assert any("fusion_patch gave this host no fusion flag" in r
+               for r in facts["sglang_allreduce_result"]["refused"]["fusion"])
 
 
 def test_an_explicit_path_that_cannot_run_fails_the_play_naming_the_reason(venv, tmp_path):

@@ -116,75 +116,82 @@ KEY = {"venv": "/opt/sglang/venvs/a", "world_size": 8, "hidden": 7168, "max_nume
        "draft_tokens": 4, "gpu": None, "canary": None}  # the GPUs, driver and canary script unknown
 
 
-GPU = {"gpus": ["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 2, "driver": "580.65.06"}
+GPU = {"gpus": ["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 8, "driver": "580.65.06"}
 
 
 def canary(record=None, text=None, gpu=None, version=None):
+    """The canary context with only PCIe IPC's record given."""
     if record is not None:
         text = json.dumps(record)
-    return {"venv_real": "/opt/sglang/venvs/a", "record_path": "/var/lib/sglang/pcie-ipc-canary.json",
-            "record_text": text, "gpu": gpu, "version": version}
+    return {"venv_real": "/opt/sglang/venvs/a", "gpu": gpu, "version": version, "tokens": "1,2,4,8,16,32,64,128",
+            "records": {"pcie_ipc": {"path": "/var/lib/sglang/pcie-ipc-canary.json", "text": text}}}
 
 
 def test_the_pcie_ipc_canary_key_is_the_server_it_proves():
-    result = ap.decide_with_canary("auto", facts(), SERVER, canary=canary())
-    assert result["pcie_ipc_canary"]["key"] == KEY
-    unsized = ap.decide_with_canary("auto", facts(), dict(SERVER, cuda_graph_max_bs=None), canary=canary())
-    assert unsized["pcie_ipc_canary"]["key"]["max_numel"] is None  # SGLang sizes it itself: the canary as SGLang
+    result = ap.decide_with_canaries("auto", facts(), SERVER, context=canary())
+    assert result["canaries"]["pcie_ipc"]["key"] == KEY
+    unsized = ap.decide_with_canaries("auto", facts(), dict(SERVER, cuda_graph_max_bs=None), context=canary())
+    assert unsized["canaries"]["pcie_ipc"]["key"]["max_numel"] is None  # SGLang sizes it itself: the canary as SGLang
 
 
 def test_pcie_ipc_is_due_its_canary_until_one_for_this_server_is_recorded():
     for record, why in ((None, "none recorded"), (dict(key=dict(KEY, world_size=4), passed=True), "another venv"),
                         ("{not json", "cannot be read")):
         given = canary(text=record) if isinstance(record, str) or record is None else canary(record)
-        result = ap.decide_with_canary("auto", facts(), SERVER, canary=given)
-        assert result["pcie_ipc_canary"]["state"] == "due" and why in result["pcie_ipc_canary"]["why"]
+        result = ap.decide_with_canaries("auto", facts(), SERVER, context=given)
+        assert result["canaries"]["pcie_ipc"]["state"] == "due" and why in result["canaries"]["pcie_ipc"]["why"]
         assert "pcie_ipc" in result["candidates"]  # runnable, pending its canary (the role runs it, then asks again)
 
 
 def test_another_driver_or_other_gpus_make_the_canary_due_again():
-    key = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(gpu=GPU))["pcie_ipc_canary"]["key"]
+    key = ap.decide_with_canaries("auto", facts(), SERVER, context=canary(gpu=GPU))["canaries"]["pcie_ipc"]["key"]
     assert key == dict(KEY, gpu=GPU)
     record = dict(key=key, passed=False, summary="pcie_ipc canary FAILED")
-    assert ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, gpu=GPU))["pcie_ipc_canary"][
+    assert ap.decide_with_canaries("auto", facts(), SERVER, context=canary(record, gpu=GPU))["canaries"]["pcie_ipc"][
         "state"] == "failed"
-    for other in (dict(GPU, driver="590.10.01"), dict(GPU, gpus=GPU["gpus"][:1] * 2 + ["NVIDIA H200"]), None):
-        state = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, gpu=other))["pcie_ipc_canary"]
+    for other in (dict(GPU, driver="590.10.01"), dict(GPU, gpus=GPU["gpus"][:7] + ["NVIDIA H200"]), None):
+        state = ap.decide_with_canaries("auto", facts(), SERVER, context=canary(record, gpu=other))["canaries"]["pcie_ipc"]
         assert state["state"] == "due" and "GPUs, driver" in state["why"]
 
 
 def test_a_verdict_of_another_canary_script_makes_the_canary_due_again():
     # a collection whose canary checks more (new shapes, SGLang's own call) proves every host again
-    key = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(version="a1b2"))["pcie_ipc_canary"]["key"]
+    key = ap.decide_with_canaries("auto", facts(), SERVER, context=canary(version="a1b2"))["canaries"]["pcie_ipc"]["key"]
     assert key == dict(KEY, canary="a1b2")
     record = dict(key=key, passed=True, summary="pcie_ipc canary PASSED")
-    assert ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, version="a1b2"))["pcie_ipc_canary"][
+    assert ap.decide_with_canaries("auto", facts(), SERVER, context=canary(record, version="a1b2"))["canaries"]["pcie_ipc"][
         "state"] == "passed"
-    state = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(record, version="c3d4"))["pcie_ipc_canary"]
+    state = ap.decide_with_canaries("auto", facts(), SERVER, context=canary(record, version="c3d4"))["canaries"]["pcie_ipc"]
     assert state["state"] == "due" and "canary script" in state["why"]
 
 
 def test_a_passed_canary_keeps_pcie_ipc_and_a_failed_one_refuses_both_ipc_paths():
-    passed = ap.decide_with_canary("auto", facts(), SERVER, canary=canary(dict(key=KEY, passed=True, summary="ok")))
-    assert passed["pcie_ipc_canary"]["state"] == "passed" and "pcie_ipc" in passed["candidates"]
+    passed = ap.decide_with_canaries("auto", facts(), SERVER, context=canary(dict(key=KEY, passed=True, summary="ok")))
+    assert passed["canaries"]["pcie_ipc"]["state"] == "passed" and "pcie_ipc" in passed["candidates"]
     failed = canary(dict(key=KEY, passed=False, summary="pcie_ipc canary FAILED: tokens 60: 3 NaN/Inf"))
-    result = ap.decide_with_canary("auto", facts(), SERVER, canary=failed)
-    assert result["pcie_ipc_canary"]["state"] == "failed"
+    result = ap.decide_with_canaries("auto", facts(), SERVER, context=failed)
+    assert result["canaries"]["pcie_ipc"]["state"] == "failed"
     assert "pcie_ipc" not in result["candidates"] and "fusion+pcie_ipc" not in result["candidates"]
     assert "tokens 60: 3 NaN/Inf" in result["refused"]["pcie_ipc"][0]
     assert "delete /var/lib/sglang/pcie-ipc-canary.json" in result["refused"]["pcie_ipc"][0]
     with pytest.raises(ap.PathsError) as caught:
-        ap.decide_with_canary("pcie_ipc", facts(), SERVER, canary=failed)
-    assert "unproven here" in caught.value.msg and caught.value.result["pcie_ipc_canary"]["state"] == "failed"
+        ap.decide_with_canaries("pcie_ipc", facts(), SERVER, context=failed)
+    assert "unproven here" in caught.value.msg and caught.value.result["canaries"]["pcie_ipc"]["state"] == "failed"
+
+
+def test_a_canary_needs_one_gpu_per_process_of_the_tp_group():
+    result = ap.decide_with_canaries("auto", facts(), SERVER, context=canary(gpu=dict(GPU, gpus=GPU["gpus"][:2])))
+    assert result["canaries"]["pcie_ipc"]["state"] == "cannot_run" and result["canaries"]["pcie_ipc"]["argv"] == []
+    assert "(8) and this host has 2" in " ".join(result["refused"]["pcie_ipc"])
 
 
 def test_without_a_hidden_size_the_canary_cannot_run_and_pcie_ipc_is_refused():
-    result = ap.decide_with_canary("auto", facts(), dict(SERVER, hidden_size=None), canary=canary())
-    assert result["pcie_ipc_canary"]["state"] == "cannot_run"
+    result = ap.decide_with_canaries("auto", facts(), dict(SERVER, hidden_size=None), context=canary())
+    assert result["canaries"]["pcie_ipc"]["state"] == "cannot_run"
     assert "needs the model's hidden size" in " ".join(result["refused"]["pcie_ipc"])
 
 
 def test_where_pcie_ipc_cannot_run_anyway_no_canary_is_asked_for():
-    result = ap.decide_with_canary("auto", facts(flashinfer_version="0.6.18"), SERVER, canary=canary())
-    assert result["pcie_ipc_canary"]["state"] == "not_needed"
-    assert ap.decide_with_canary("auto", facts(), SERVER) == ap.decide("auto", facts(), SERVER)  # no file: as before
+    result = ap.decide_with_canaries("auto", facts(flashinfer_version="0.6.18"), SERVER, context=canary())
+    assert result["canaries"]["pcie_ipc"]["state"] == "not_needed"
+    assert ap.decide_with_canaries("auto", facts(), SERVER) == ap.decide("auto", facts(), SERVER)  # no file: as before

@@ -202,10 +202,10 @@ def test_a_rehearsal_puts_every_rank_on_the_one_gpu_and_is_never_evidence(tmp_pa
         assert argv[start + 1:start + 3] == ["bash", "scripts/device/shared_gpu_rank.sh"]
         assert os.path.basename(argv[start + 3]) == "python3"
         if step_name(call).startswith("canary_"):  # the GPU time-slices the ranks: the canaries neither time nor tune
-            assert argv[start + 4] == "roles/fusion_patch/files/fusion_canary.py"
+            assert argv[start + 4] == "roles/sglang_allreduce/files/allreduce_canary.py"
             assert "--no-timing" in argv and "--no-tune" in argv
         else:  # a benchmark row runs its code (PCIe IPC tuned as in a real run) with few iterations
-            assert argv[start + 4] == "roles/gpu_probes/files/allreduce_bench.py"
+            assert argv[start + 4] == "roles/sglang_allreduce/files/allreduce_bench.py"
             assert argv[-4:] == ["--iters", "2", "--reps", "2"] and "--no-pcie-ipc-tune" not in argv
     bundle = json.loads((out / "allreduce_canary_evidence.json").read_text())
     assert bundle["shared_gpu_ranks"] == 2

@@ -8,8 +8,8 @@ import pytest
 from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(REPO, "roles", "fusion_patch", "files", "fusion_canary.py")
-canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary_under_test")
+SCRIPT = os.path.join(REPO, "roles", "sglang_allreduce", "files", "allreduce_canary.py")
+canary = load_file("roles/sglang_allreduce/files/allreduce_canary.py", "fusion_canary_under_test")
 
 TODAY = [1, 2, 4, 8, 16, 32, 64, 128]
 

@@ -16,8 +16,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DEVICE = os.path.join(REPO, "tests", "fixtures", "device")
 
 
-canary = load_file("roles/fusion_patch/files/fusion_canary.py", "fusion_canary")
-bench = load_file("roles/gpu_probes/files/allreduce_bench.py", "allreduce_bench")
+canary = load_file("roles/sglang_allreduce/files/allreduce_canary.py", "fusion_canary")
+bench = load_file("roles/sglang_allreduce/files/allreduce_bench.py", "allreduce_bench")
 CANARY = json.load(open(os.path.join(DEVICE, "h200x2_fusion_canary.json")))
 PROBES = json.load(open(os.path.join(DEVICE, "h200x2_fusion_probes.json")))["results"]
 
@@ -33,7 +33,7 @@ def test_canary_arguments():
 def test_canary_imports_without_torch():
     proc = subprocess.run([sys.executable, "-c", "import importlib.util,sys; s=importlib.util.spec_from_file_location("
                            "'c', sys.argv[1]); m=importlib.util.module_from_spec(s); s.loader.exec_module(m); "
-                           "print('torch' in sys.modules)", os.path.join(REPO, "roles/fusion_patch/files/fusion_canary.py")],
+                           "print('torch' in sys.modules)", os.path.join(REPO, "roles/sglang_allreduce/files/allreduce_canary.py")],
                           capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False"
 

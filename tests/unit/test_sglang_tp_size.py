@@ -25,7 +25,6 @@ def test_facts_that_are_not_nvidia_gpu_facts_are_refused_by_name(facts):
 
 
 @pytest.mark.parametrize("role,variable", [("sglang_server", "sglang_server_tp_size"),
-                                           ("fusion_patch", "fusion_patch_canary_gpus"),
                                            ("sglang_allreduce", "sglang_allreduce_tp_size")])
 def test_every_role_sizing_after_the_server_takes_the_default_from_the_filter(role, variable):
     # one owner: a role that typed its own fallback (the GPU count, or 1) could size another server

@@ -73,6 +73,9 @@ FIXTURES = {
                                     "server_args": [], "environment": {}},
         "sglang_allreduce_applied": "nccl", "sglang_allreduce_environment": {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"},
         "sglang_allreduce_server_args": ["--disable-custom-all-reduce"],
+        "__sglang_allreduce_canary_new": {"content": "eyJwYXNzZWQiOiB0cnVlfQ=="},
+        "__sglang_allreduce_canary": {"key": "fusion", "value": {
+            "file": "/var/lib/sglang/fusion-canary.json", "key": {"gpu": "g"}, "gpus": 2, "argv": [], "environment": {}}},
     },
     "drift_schedule": {
         "drift_schedule_inventory": "/etc/ansible/hosts.yml", "drift_schedule_config": "/opt/deploy/ansible.cfg",
@@ -83,10 +86,6 @@ FIXTURES = {
     },
     "sglang_benchmark": {
         "__sglang_benchmark_rolled_back": "to the state that passed at 2026-12-01: restore /x; server healthy.",
-    },
-    "fusion_patch": {
-        "__fusion_patch_canary_new": {"content": "eyJwYXNzZWQiOiB0cnVlfQ=="}, "__fusion_patch_run_record": {"gpu": "g"},
-        "__fusion_patch_run_result": "/var/lib/sglang/fusion-canary.json", "__fusion_patch_run_path": "fusion",
     },
 }
 COMMON = {"inventory_hostname": "gpu1", "ansible_check_mode": False, "groups": {}, "hostvars": {},

@@ -1,4 +1,4 @@
-"""PCIe IPC held to its canary (sglang_allreduce with fusion_patch's pcie_ipc_canary entry point), on a real sglang
+"""PCIe IPC held to its canary (sglang_allreduce runs the canaries its module says are due), on a real sglang
 0.5.23 + flashinfer-python 0.7.2 venv (--no-deps). There is no GPU here: the canary command is the test's own
 stand-in at that boundary. It records how it was called and answers as the canary's result file does (passed or
 failed, with a summary), so what is tested is the role: when the canary runs, with which shape and environment,
@@ -26,7 +26,13 @@ def canary(tmp_path):
     return canary_standin.make(tmp_path / "standin", "pcie_ipc")
 
 
-calls = canary_standin.calls
+def calls(canary):
+    """The PCIe IPC canary's calls (fusion's is not due here: fusion_patch gave no fusion flag, unless a test says)."""
+    return canary_standin.calls(canary, "pcie_ipc")
+
+
+GPUS = {"driver_version": "580.65.06", "gpu_count": 2,
+        "gpus": [{"index": i, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"} for i in (0, 1)]}
 
 
 def run(venv, tmp_path, canary, check=False, **variables):
@@ -39,8 +45,8 @@ def run(venv, tmp_path, canary, check=False, **variables):
             "sglang_allreduce_model_path": str(tmp_path / "model"), "sglang_allreduce_speculative": True,
             "sglang_allreduce_speculative_num_draft_tokens": 4, "sglang_allreduce_cuda_graph_max_bs": 8,
             "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home"),
-            "fusion_patch_canary_command": [str(canary / "canary")], "fusion_patch_canary_user": getpass.getuser(),
-            "__fusion_patch_canary_bin": str(tmp_path / "installed-canary"),
+            "sglang_allreduce_canary_command": [str(canary / "canary")],
+            "sglang_allreduce_tools_dir": str(tmp_path / "tools"), "nvidia_gpu": GPUS,
             "sglang_allreduce_runtime_environment": {"RUNTIME_MARK": "the server's"}}
     base.update(variables)
     return run_playbook(PLAYBOOK, base, check=check)
@@ -67,10 +73,13 @@ def test_pcie_ipc_runs_after_its_canary_passed_once_for_this_server(venv, tmp_pa
     assert call["env"]["RUNTIME_MARK"] == "the server's"
     assert call["env"]["FLASHINFER_WORKSPACE_BASE"] == str(tmp_path / "home" / "flashinfer")
     result = result_of(report)
-    assert result["pcie_ipc_canary"]["state"] == "passed" and "pcie_ipc" in result["candidates"]
+    assert result["canaries"]["pcie_ipc"]["state"] == "passed" and "pcie_ipc" in result["candidates"]
     record = json.loads((tmp_path / "home" / "pcie-ipc-canary.json").read_text())
-    assert record["passed"] and record["key"] == result["pcie_ipc_canary"]["key"]
+    assert record["passed"] and record["key"] == result["canaries"]["pcie_ipc"]["key"]
     assert record["key"]["world_size"] == 2 and record["key"]["hidden"] == 4096
+    # recorded for the canary script that ran (the canary and its timer, as installed beside each other)
+    assert record["key"]["canary"] == canary_standin.version()
+    assert (tmp_path / "tools" / "allreduce_canary.py").exists() and (tmp_path / "tools" / "cuda_graph_timer.py").exists()
     # the next deploy: the record stands, nothing runs
     rc, report = run(venv, tmp_path, canary)
     assert rc == 0 and len(calls(canary)) == 1 and "pcie_ipc" in result_of(report)["candidates"]
@@ -81,8 +90,7 @@ def test_pcie_ipc_runs_after_its_canary_passed_once_for_this_server(venv, tmp_pa
 
 
 def test_a_new_driver_proves_pcie_ipc_again(venv, tmp_path, canary):
-    gpus = {"driver_version": "580.65.06", "gpu_count": 2,
-            "gpus": [{"index": i, "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition"} for i in (0, 1)]}
+    gpus = GPUS
     (canary / "VERDICT").write_text("fail")
     rc, report = run(venv, tmp_path, canary, nvidia_gpu=gpus)
     assert rc == 0, failure(report)
@@ -98,11 +106,12 @@ def test_a_new_driver_proves_pcie_ipc_again(venv, tmp_path, canary):
 
 def test_a_failed_canary_keeps_both_ipc_paths_off_and_refuses_them_explicitly(venv, tmp_path, canary):
     (canary / "VERDICT").write_text("fail")
+    (canary / "VERDICT.fusion").write_text("pass")  # the fused kernel, due beside it here, passes
     rc, report = run(venv, tmp_path, canary,
                      sglang_allreduce_fusion_args=["--flashinfer-allreduce-fusion-backend", "trtllm"])
     assert rc == 0, failure(report)
     result = result_of(report)
-    assert result["candidates"] == ["fusion", "nccl"] and result["pcie_ipc_canary"]["state"] == "failed"
+    assert result["candidates"] == ["fusion", "nccl"] and result["canaries"]["pcie_ipc"]["state"] == "failed"
     assert "tokens 12: 3 NaN/Inf element(s) on rank 1" in result["refused"]["pcie_ipc"][-1]
     assert "tokens 12" in result["refused"]["fusion+pcie_ipc"][-1]
     rc, report = run(venv, tmp_path, canary, sglang_allreduce_path="pcie_ipc")
@@ -116,7 +125,7 @@ def test_check_mode_runs_no_canary_and_says_it_is_due(venv, tmp_path, canary):
     assert rc == 0, failure(report)
     assert calls(canary) == [] and not (tmp_path / "home" / "pcie-ipc-canary.json").exists()
     result = result_of(report)
-    assert result["pcie_ipc_canary"]["state"] == "due" and "pcie_ipc" in result["candidates"]
+    assert result["canaries"]["pcie_ipc"]["state"] == "due" and "pcie_ipc" in result["candidates"]
 
 
 def test_without_the_hidden_size_no_canary_can_run_and_pcie_ipc_stays_off(venv, tmp_path, canary):
@@ -126,40 +135,3 @@ def test_without_the_hidden_size_no_canary_can_run_and_pcie_ipc_stays_off(venv, 
     result = result_of(report)
     assert calls(canary) == [] and "pcie_ipc" not in result["candidates"]
     assert "needs the model's hidden size" in " ".join(result["refused"]["pcie_ipc"])
-
-
-def run_entry_point(tmp_path, canary, key):
-    return run_playbook("tests/playbooks/fusion_patch_pcie_ipc_canary.yml", {
-        "fusion_patch_pcie_ipc_canary_key": key, "fusion_patch_pcie_ipc_canary_result": str(tmp_path / "r.json"),
-        "fusion_patch_canary_command": [str(canary / "canary")], "fusion_patch_canary_user": getpass.getuser(),
-        "sglang_layout_home": str(tmp_path / "home")})
-
-
-def entry_point_key(**changes):
-    # everything the entry point accepts, so each test's one change is what it refuses
-    return dict({"venv": "/opt/sglang/venvs/a", "world_size": 2, "hidden": 4096, "max_numel": None,
-                 "max_batch": 8, "draft_tokens": 4, "canary": canary_standin.version()}, **changes)
-
-
-def test_the_entry_point_runs_the_canary_for_a_well_formed_key(tmp_path, canary):
-    rc, report = run_entry_point(tmp_path, canary, entry_point_key())
-    assert rc == 0, failure(report)
-    assert len(calls(canary)) == 1
-    assert json.loads((tmp_path / "r.json").read_text())["key"] == entry_point_key()
-
-
-@pytest.mark.parametrize("sizing", [{"max_numel": -4}, {"max_batch": "8 --out /etc/passwd"}, {"draft_tokens": 0}])
-def test_the_entry_point_refuses_a_sizing_that_is_not_a_positive_whole_number(tmp_path, canary, sizing):
-    rc, report = run_entry_point(tmp_path, canary, entry_point_key(**sizing))
-    name, msg = failure(report)
-    assert rc != 0 and name == "Check the server the PCIe IPC canary proves" and "whole numbers" in msg
-    assert calls(canary) == [] and not (tmp_path / "r.json").exists()
-
-
-@pytest.mark.parametrize("script", [None, "0123456789abcdef"])
-def test_the_entry_point_refuses_a_key_for_another_canary_script(tmp_path, canary, script):
-    # a verdict recorded under another script's name would be taken for that script's
-    rc, report = run_entry_point(tmp_path, canary, entry_point_key(canary=script))
-    name, msg = failure(report)
-    assert rc != 0 and name == "Check the server the PCIe IPC canary proves" and canary_standin.version() in msg
-    assert calls(canary) == [] and not (tmp_path / "r.json").exists()

@@ -13,6 +13,10 @@ import json
 import os
 import sys
 
+# The timer is installed beside this script (sglang_allreduce's tools entry point): found from here, whoever runs it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cuda_graph_timer import graph_time_us, slowest_rank_us  # noqa: E402  pylint: disable=wrong-import-position
+
 DEFAULT_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
@@ -67,29 +71,7 @@ def table(runs):
 
 def time_graph(torch, dist, fn, iters, reps):
     """Slowest rank's mean time of fn() inside a CUDA graph (iters calls per graph, replayed reps times)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _warmup in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for _step in range(iters):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _rep in range(reps):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    us = torch.tensor([start.elapsed_time(end) * 1000.0 / (iters * reps)], device="cuda")
-    dist.all_reduce(us, op=dist.ReduceOp.MAX)  # the slowest rank is what a step waits for
-    del graph  # a captured NCCL graph alive at teardown can hang destroy_process_group
-    torch.cuda.synchronize()
-    return round(us.item(), 2)
+    return round(slowest_rank_us(torch, dist, graph_time_us(torch, fn, iters, reps)), 2)
 
 
 def pcie_ipc_workspace(torch, dist, args, world):

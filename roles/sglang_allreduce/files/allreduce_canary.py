@@ -2,8 +2,8 @@
 """All-reduce canary: do FlashInfer's kernels give the right answer on THESE GPUs, called the way SGLang calls them?
 
 Run from the deployed venv, one process per GPU (any count FlashInfer supports: 2, 4, 8):
-    python -m torch.distributed.run --nproc-per-node N fusion_canary.py --hidden 7168 --out canary.json
-    ... fusion_canary.py --path pcie_ipc --hidden 7168 --out pcie.json
+    python -m torch.distributed.run --nproc-per-node N allreduce_canary.py --hidden 7168 --out canary.json
+    ... allreduce_canary.py --path pcie_ipc --hidden 7168 --out pcie.json
 
 --path fusion (default): FlashInfer's fused allreduce + residual + RMSNorm (trtllm backend), with the arguments the
 INSTALLED SGLang passes, read from its source (never imported): use_oneshot (None = FlashInfer's own one-/two-shot
@@ -33,6 +33,10 @@ import math
 import os
 import sys
 import time
+
+# The timer is installed beside this script (sglang_allreduce's tools entry point): found from here, whoever runs it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cuda_graph_timer import graph_time_us  # noqa: E402  pylint: disable=wrong-import-position
 
 ATOL = 2.0 ** -5
 RTOL = 2.0 ** -5
@@ -367,29 +371,6 @@ def summary_line(result):
 
 
 # --- on the GPUs ---------------------------------------------------------------------------------------------
-
-def graph_time_us(torch, fn, iters, reps):
-    """Mean time of fn() inside a CUDA graph (iters calls per graph, replayed reps times)."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _warmup in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=stream):
-        for _step in range(iters):
-            fn()
-    graph.replay()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _rep in range(reps):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000.0 / (iters * reps)
-
 
 class Gpu(object):
     """Process group, inputs, references and per-rank counts shared by both kernels."""

@@ -72,6 +72,7 @@ def test_rollback_takes_the_patch_out_and_publishes_only_the_off_switch(pcie_ipc
     before = tree_digest(pcie_ipc_venv)
     flags, changed = published(tmp_path, "main", fusion_patch_venv=pcie_ipc_venv)
     assert flags == {"on": ["--flashinfer-allreduce-fusion-backend", "trtllm"], "off": OFF} and changed
-    flags, changed = published(tmp_path, "rollback", fusion_patch_venv=pcie_ipc_venv)
+    flags, changed = published(tmp_path, "rollback", fusion_patch_venv=pcie_ipc_venv,
+                               fusion_patch_rollback_reason="the fusion canary failed")
     assert flags == {"on": [], "off": OFF} and changed
     assert tree_digest(pcie_ipc_venv) == before  # the original files back, no patch record left

@@ -365,7 +365,7 @@ def main():
             pcie_ipc_exclusive=dict(type="bool", default=True),
             canary_gpu=dict(type="dict"),
             canary_version=dict(type="str"),
-            canary_tokens=dict(type="str", default="1,2,4,8,16,32,64,128"),
+            canary_tokens=dict(type="str", default="1,2,4,8,16,32,64,128", no_log=False),
             choice_file=dict(type="path"),
             # per kernel: a reason found elsewhere why it cannot run, and its canary's record
             **dict([(ap.unavailable_param(name), dict(type="str")) for name in ap.KERNELS]

@@ -99,17 +99,12 @@ options:
   pcie_ipc_unavailable:
     description: A reason, found elsewhere, why PCIe IPC cannot run.
     type: str
-  fusion_canary_file:
+  canary_dir:
     description:
-      - "The fused kernel's canary record on this host (written by the sglang_allreduce role's canary tasks). Given,
-        fusion is held to it: see RV(canaries)."
-      - Omitted, fusion is not held to a canary.
-    type: path
-  pcie_ipc_canary_file:
-    description:
-      - "The PCIe IPC kernel's canary record on this host (written by the sglang_allreduce role's canary tasks). Given,
-        PCIe IPC is held to it: see RV(canaries)."
-      - Omitted, PCIe IPC is not held to a canary.
+      - "The folder of every kernel's canary record on this host (C(<kernel>-canary.json), the kernel's name with dashes:
+        C(fusion-canary.json), C(pcie-ipc-canary.json); written by the sglang_allreduce role's canary tasks). Given,
+        each kernel with a canary is held to it: see RV(canaries)."
+      - Omitted, no kernel is held to a canary.
     type: path
   canary_gpu:
     description:
@@ -239,12 +234,11 @@ facts:
            "flashinfer_pcie_ipc": true, "flashinfer_pcie_ipc_world_sizes": [2, 4, 8]}
 canaries:
   description:
-    - "Per kernel whose canary record is given (O(fusion_canary_file), O(pcie_ipc_canary_file)), where it stands with
-      its canary. A result measured for this server (RV(canaries.key)) that failed, or a canary that cannot run (the
-      hidden size unknown, fewer GPUs than the server's tensor-parallel group), refuses every path that names the
-      kernel with the reason; none for this server leaves them runnable with C(due) (run the canary, then ask
-      again)."
-  returned: when a canary file is given
+    - "Per kernel with a canary, when O(canary_dir) is given, where it stands with its canary. A result measured
+      for this server (RV(canaries.key)) that failed, or a canary that cannot run (the hidden size unknown, fewer
+      GPUs than the server's tensor-parallel group), refuses every path that names the kernel with the reason; none
+      for this server leaves them runnable with C(due) (run the canary, then ask again)."
+  returned: when O(canary_dir) is given
   type: dict
   contains:
     state:
@@ -329,10 +323,8 @@ def run(params):
         if setup["autotune_dir"] and params["service_user"]:
             setup["autotune_dir_problem"] = ap.writable_problem(setup["autotune_dir"], params["service_user"])
         recorded = _read_record(params["choice_file"]) if params["path"] == "auto" else None
-        records = dict((name, {"path": params[kernel["canary"]["file_param"]],
-                               "text": _read_record(params[kernel["canary"]["file_param"]])})
-                       for name, kernel in ap.KERNELS.items()
-                       if kernel.get("canary") and params[kernel["canary"]["file_param"]])
+        records = dict((name, {"path": path, "text": _read_record(path)})
+                       for name, path in (ap.canary_records(params["canary_dir"]) if params["canary_dir"] else []))
         context = {"venv_real": os.path.realpath(params["venv"]), "gpu": params["canary_gpu"],
                    "version": params["canary_version"], "tokens": params["canary_tokens"], "records": records}
         return ap.decide_with_canaries(params["path"], ap.read_facts(venv.site_packages), setup, recorded,
@@ -367,10 +359,9 @@ def main():
             canary_version=dict(type="str"),
             canary_tokens=dict(type="str", default="1,2,4,8,16,32,64,128", no_log=False),
             choice_file=dict(type="path"),
-            # per kernel: a reason found elsewhere why it cannot run, and its canary's record
-            **dict([(ap.unavailable_param(name), dict(type="str")) for name in ap.KERNELS]
-                   + [(kernel["canary"]["file_param"], dict(type="path"))
-                      for kernel in ap.KERNELS.values() if kernel.get("canary")])
+            canary_dir=dict(type="path"),
+            # per kernel: a reason found elsewhere why it cannot run
+            **dict((ap.unavailable_param(name), dict(type="str")) for name in ap.KERNELS)
         ),
         supports_check_mode=True,
     )

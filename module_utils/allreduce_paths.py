@@ -410,16 +410,25 @@ def _pcie_ipc_canary_argv(key, tokens):
 # * rules: (facts, setup, runs) -> (why it cannot run here, what it adds to the server's arguments, to its
 #   environment, notes); a reason found elsewhere comes in as setup['<kernel>_unavailable'] (a module option);
 # * canary: the proof on the host's GPUs the kernel is held to (tasks in the role run it where it is due):
-#   file_param, the module option naming its record; key(context, setup, the kernel's environment), what a verdict
-#   stands for; argv(key, tokens), the canary script's arguments before --out.
+#   key(context, setup, the kernel's environment), what a verdict stands for; argv(key, tokens), the canary script's
+#   arguments before --out. Its record on the host is canary_record(folder, kernel).
 KERNELS = {
     "fusion": {"rules": _fusion_rules,
-               "canary": {"file_param": "fusion_canary_file", "key": _fusion_canary_key,
-                          "argv": lambda key, tokens: _fusion_canary_argv(key)}},
+               "canary": {"key": _fusion_canary_key, "argv": lambda key, tokens: _fusion_canary_argv(key)}},
     "pcie_ipc": {"rules": _pcie_ipc_rules,
-                 "canary": {"file_param": "pcie_ipc_canary_file", "key": _pcie_ipc_canary_key,
-                            "argv": _pcie_ipc_canary_argv}},
+                 "canary": {"key": _pcie_ipc_canary_key, "argv": _pcie_ipc_canary_argv}},
 }
+
+
+def canary_record(folder, kernel):
+    """Where ``kernel``'s canary record is kept in ``folder`` (one folder holds every kernel's):
+    <folder>/<kernel, dashed>-canary.json."""
+    return os.path.join(folder, "%s-canary.json" % kernel.replace("_", "-"))
+
+
+def canary_records(folder):
+    """[(kernel, its record's path)] for every kernel held to a canary, in KERNELS' order."""
+    return [(name, canary_record(folder, name)) for name, kernel in KERNELS.items() if kernel.get("canary")]
 
 
 def unavailable_param(kernel):

@@ -56,7 +56,6 @@ def test_a_fake_third_kernel_is_held_to_its_canary_through_its_kernels_entry_alo
         return ([] if found["flashinfer_version"] else ["no flashinfer"]), [], ({"QUICK": "1" if runs else "0"}), []
 
     quick = {"rules": rules, "canary": {
-        "file_param": "quick_canary_file",
         "key": lambda ctx, setup, env: {"venv": ctx["venv_real"], "world_size": setup["tp_size"],
                                         "hidden": setup.get("hidden_size"), "gpu": ctx["gpu"], "env": env},
         "argv": lambda key, tokens: ["--path", "quick", "--tokens", tokens]}}
@@ -76,6 +75,10 @@ def test_a_fake_third_kernel_is_held_to_its_canary_through_its_kernels_entry_alo
         ap.decide_with_canaries("quick", facts(), SERVER, context=context(quick=failed))
     assert "quick canary FAILED" in caught.value.msg
     assert ap.unavailable_param("quick") == "quick_unavailable"
+    # its record: the dashed name in the one folder the role gives, beside the others (no option, no layout variable)
+    assert ap.canary_records("/var/lib/sglang") == [("fusion", "/var/lib/sglang/fusion-canary.json"),
+                                                    ("pcie_ipc", "/var/lib/sglang/pcie-ipc-canary.json"),
+                                                    ("quick", "/var/lib/sglang/quick-canary.json")]
 
 
 @pytest.mark.parametrize("sizing", [{"cuda_graph_max_bs": -4}, {"cuda_graph_max_bs": "8 --out /etc/passwd"},

@@ -10,13 +10,22 @@ Per capability (the role sglang_fast_path passes the table: prefixes and roles),
 What the run itself set for the host (set_fact, registered results, facts) is no input: a role's published result
 carries its prefix, and it is there at the end of a converge but not before the next one.
 Only names and digests reach the host. The logic of the comparison is the module's (module_utils/converge_state.py).
+
+A comparison (mode compare) runs module_utils/converge_probe.py on the host without Ansible's module wrapper, in one
+Python process over the task's connection (its become and environment included): the wrapper's start-up is most of
+what a host with nothing to do costs, on the host and here. That needs pipelining and the host's Python named
+(ansible_python_interpreter, or the interpreter Ansible discovered there); without them, or for a record, the
+module runs as any module does. Both run the same code.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
+import shlex
 
+from ansible import constants as C
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
@@ -32,6 +41,31 @@ ARGUMENT_SPEC = {
 }
 SHARED_CODE = ("library", "module_utils", "filter_plugins", "action_plugins", "plugins", "playbooks")
 _CODE_CACHE = {}
+# The module_utils the comparison runs on the host, each after those it imports (tests/unit/test_converge_probe.py
+# holds the list closed: every one of the project's module_utils they import is here, ansible's own none).
+PROBE_MODULES = ("param_checks", "atomic_files", "nvidia_smi", "converge_state", "converge_probe")
+# The host's side: the request and the modules' sources arrive on stdin; each module is registered under its package
+# (ansible.module_utils in a checkout, the collection's plugins.module_utils when installed) before the next runs.
+PROBE_BOOTSTRAP = """import json, sys, types
+request = json.loads(sys.stdin.read())
+package = request["package"]
+parts = package.split(".")
+for depth in range(1, len(parts) + 1):
+    name = ".".join(parts[:depth])
+    module = sys.modules.setdefault(name, types.ModuleType(name))
+    module.__path__ = []
+    if depth > 1:
+        setattr(sys.modules[".".join(parts[:depth - 1])], parts[depth - 1], module)
+for short, source in request["modules"]:
+    module = types.ModuleType(package + "." + short)
+    sys.modules[module.__name__] = module
+    setattr(sys.modules[package], short, module)
+    exec(compile(source, module.__name__, "exec"), module.__dict__)
+sys.modules[package + ".converge_probe"].main(request["request"])
+"""
+# An interpreter as the shell gets it (Ansible puts it there unquoted too, so "/usr/bin/env python3" works).
+INTERPRETER = re.compile(r"/[A-Za-z0-9_./+-]+( [A-Za-z0-9_./+-]+)*\Z")
+_PROBE_SOURCES = {}
 
 
 def project_root(here=__file__):
@@ -81,6 +115,44 @@ def value_digest(value):
             digest.update(b"\0file\0" + path.encode("utf-8", "surrogateescape") + b"\0"
                           + hashlib.sha256(handle.read()).digest())
     return digest.hexdigest()[:32]
+
+
+def probe_sources(root):
+    """(package, [(module, source)]) of PROBE_MODULES as this checkout or installed collection holds them."""
+    if root not in _PROBE_SOURCES:
+        for folder in (os.path.join(root, "module_utils"), os.path.join(root, "plugins", "module_utils")):
+            if os.path.isfile(os.path.join(folder, "converge_probe.py")):
+                break
+        else:
+            raise AnsibleError("sglang_converge_state: no module_utils/converge_probe.py under %s" % root)
+        sources = []
+        for name in PROBE_MODULES:
+            with open(os.path.join(folder, name + ".py"), encoding="utf-8") as handle:
+                sources.append((name, handle.read()))
+        # The package the sources import each other from (the collection build rewrites ansible.module_utils).
+        found = re.search(r"^from (\S+) import converge_state$", sources[-1][1], re.M)
+        if not found:
+            raise AnsibleError("sglang_converge_state: converge_probe.py does not import converge_state")
+        _PROBE_SOURCES[root] = (found.group(1), sources)
+    return _PROBE_SOURCES[root]
+
+
+def probe_command(interpreter):
+    """The shell command that runs the comparison with INTERPRETER (PROBE_BOOTSTRAP; the rest comes on stdin)."""
+    return "%s -c %s" % (interpreter, shlex.quote(PROBE_BOOTSTRAP))
+
+
+def probe_answer(res):
+    """The comparison's result from the host's answer to probe_command (rc, stdout, stderr)."""
+    try:
+        answer = json.loads(res.get("stdout") or "")
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        return {"failed": True, "rc": res.get("rc"),
+                "msg": "sglang_converge_state: the comparison on the host gave no answer (exit %s): %s"
+                       % (res.get("rc"), ((res.get("stderr") or "").strip() or "no output")[-2000:])}
+    return answer
 
 
 def tags_selected(tags, run_tags, skip_tags):
@@ -157,6 +229,35 @@ class ActionModule(ActionBase):
             module_args["ignore_covers"] = args["ignore_covers"]
         if args["mode"] == "record":
             module_args["covers"] = args["covers"]
-        result.update(self._execute_module(module_name=self._task.action, module_args=module_args,
-                                           task_vars=task_vars))
+        interpreter = self._probe_interpreter(task_vars) if args["mode"] == "compare" else None
+        if interpreter:
+            result.update(self._probe(interpreter, {name: value for name, value in module_args.items()
+                                                    if name != "mode"}))
+        else:
+            result.update(self._execute_module(module_name=self._task.action, module_args=module_args,
+                                               task_vars=task_vars))
         return result
+
+    def _probe_interpreter(self, task_vars):
+        """The host's Python when the comparison can run without the module wrapper (pipelining on, the
+        interpreter named or discovered), else None (the module runs)."""
+        if not self._is_pipelining_enabled("new"):
+            return None
+        interpreter = task_vars.get("ansible_python_interpreter")
+        if interpreter is None:
+            interpreter = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
+        if interpreter is None and not str(C.config.get_config_value("INTERPRETER_PYTHON")).startswith("auto"):
+            interpreter = C.config.get_config_value("INTERPRETER_PYTHON")
+        interpreter = self._templar.template(interpreter) if interpreter is not None else None
+        return interpreter if isinstance(interpreter, str) and INTERPRETER.match(interpreter) else None
+
+    def _probe(self, interpreter, params):
+        """Run module_utils/converge_probe.py's comparison on the host (one Python process, no module wrapper)."""
+        package, modules = probe_sources(project_root())
+        request = {"package": package, "modules": modules,
+                   "request": {"params": params, "check_mode": bool(self._task.check_mode)}}
+        command = probe_command(interpreter)
+        environment = self._compute_environment_string()
+        res = self._low_level_execute_command(("%s %s" % (environment, command)).strip(), sudoable=True,
+                                              in_data=json.dumps(request).encode("ascii"))
+        return probe_answer(res)

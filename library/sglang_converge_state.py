@@ -88,33 +88,12 @@ differences:
   type: dict
 """
 
-import urllib.error
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import atomic_files
+from ansible.module_utils import converge_probe
 from ansible.module_utils import converge_state
 from ansible.module_utils import nvidia_smi
 from ansible.module_utils import param_checks
-
-
-def _fetch(url, key_file):
-    """The status of GET URL (a bearer token from KEY_FILE when named), or a text saying why there is none."""
-    # Imported here: a deploy's comparison asks no URL, and this import is a good part of the module's start-up.
-    from ansible.module_utils.urls import open_url
-    headers = {}
-    if key_file:
-        try:
-            with open(key_file, encoding="utf-8") as handle:
-                headers["Authorization"] = "Bearer " + handle.read().strip()
-        except OSError as exc:
-            return "key file unreadable (%s)" % exc.strerror
-    try:
-        with open_url(url, headers=headers, timeout=30, http_agent="gpufleet-sglang-fast-path") as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except (urllib.error.URLError, OSError) as exc:
-        return "no answer (%s)" % getattr(exc, "reason", exc)
 
 
 def main():
@@ -134,29 +113,18 @@ def main():
     if refused or problems:
         module.fail_json(msg=refused or "sglang_converge_state: " + "; ".join(problems))
 
-    def run(argv):
-        try:
-            return module.run_command(argv, environ_update={"LC_ALL": "C"}, handle_exceptions=False)
-        except OSError as exc:  # not installed: an observation (the record says what it was), not a traceback
-            return 127, "", "%s: %s" % (argv[0], exc.strerror)
-
     path, inputs = module.params["record"], module.params["inputs"]
+    if module.params["mode"] == "compare":
+        result = converge_probe.compare(dict((name, module.params[name]) for name in converge_probe.COMPARE_OPTIONS),
+                                        module.check_mode)
+        if result.get("failed"):
+            module.fail_json(msg=result["msg"])
+        module.exit_json(**result)
     try:
         before = atomic_files.read_record(path)
-        if module.params["mode"] == "compare":
-            recorded = converge_state.parse(before)
-            ignored = module.params["ignore_covers"]
-            observed = converge_state.observe(converge_state.covers_of(recorded, ignored), run, _fetch,
-                                              nvidia_smi.parse_query_xml)
-            differences = converge_state.compare(recorded, inputs, observed, module.params["ignore_inputs"], ignored)
-            matched = not any(differences.values())
-            forget = module.params["forget"] and not matched and before is not None
-            if forget and not module.check_mode:
-                atomic_files.put_record(path, None)
-            module.exit_json(changed=forget, matched=matched, differences=differences, forgotten=forget)
         covers = module.params["covers"]
-        after = converge_state.render(inputs, covers,
-                                      converge_state.observe(covers, run, _fetch, nvidia_smi.parse_query_xml))
+        after = converge_state.render(inputs, covers, converge_state.observe(
+            covers, converge_probe.run, converge_probe.fetch, nvidia_smi.parse_query_xml))
         changed = after != before
         if changed and not module.check_mode:
             atomic_files.write_atomic(path, after.encode("utf-8"), mode=0o600)

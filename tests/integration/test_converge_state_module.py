@@ -1,15 +1,26 @@
 """sglang_converge_state end to end on this machine (its action plugin digests the inputs, the module records and
 compares): a record written, a host that matches, a change named and the stale record removed only outside check
-mode, a bad cover refused with a message."""
+mode, a bad cover refused with a message. The comparison runs both ways: without the module wrapper where the
+connection pipelines, as a module where it does not; the answers are the same."""
 import os
 import stat
+
+import pytest
 
 from tests.helpers.ansible_run import run_module
 
 TABLE = {"install": {"prefixes": ["sglang_install_"], "roles": ["sglang_install"]}}
 
 
-def test_record_match_differ_forget(tmp_path):
+@pytest.mark.parametrize("pipelining", [True, False])
+def test_record_match_differ_forget(tmp_path, pipelining):
+    env = {"ANSIBLE_PIPELINING": str(pipelining)}
+
+    def compare(module_args, check=False):
+        result = run_module("sglang_converge_state", module_args, check=check, env=env)
+        assert ("invocation" in result) is not pipelining, result  # a module's result carries its invocation
+        return result
+
     env_file, record = tmp_path / "runtime.env", str(tmp_path / "converged.json")
     env_file.write_text("HOME=/var/lib/sglang\n")
     args = {"record": record, "capabilities": TABLE}
@@ -22,17 +33,17 @@ def test_record_match_differ_forget(tmp_path):
     again = run_module("sglang_converge_state", dict(args, mode="record", covers=covers))
     assert again["changed"] is False, again
 
-    same = run_module("sglang_converge_state", dict(args, forget=True))
+    same = compare(dict(args, forget=True))
     assert same["matched"] and same["changed"] is False and same["differences"]["install"] == [], same
 
     env_file.write_text("HOME=/var/lib/sglang\nHF_HUB_OFFLINE=0\n")
-    dry = run_module("sglang_converge_state", dict(args, forget=True), check=True)
+    dry = compare(dict(args, forget=True), check=True)
     assert not dry["matched"] and dry["forgotten"] and os.path.exists(record), dry
     assert dry["differences"]["install"] == ["file %s: content differs from its converge" % env_file]
-    real = run_module("sglang_converge_state", dict(args, forget=True))
+    real = compare(dict(args, forget=True))
     assert real["changed"] and real["forgotten"] and not os.path.exists(record), real
 
-    none = run_module("sglang_converge_state", args)
+    none = compare(args)
     assert none["differences"] == {"record": ["no converge record on the host"]} and not none["changed"], none
 
 

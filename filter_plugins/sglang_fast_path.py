@@ -27,8 +27,9 @@ def sglang_without_converged(pattern, groups):
 
 
 def _result(hostvars, host):
-    facts = hostvars[host]
-    return bool(facts.get("sglang_fast_path_matched")), dict(facts.get("sglang_fast_path_differences") or {})
+    """(matched, differences) of HOST's comparison (sglang_fast_path_comparison: skipped where the fast path is off)."""
+    comparison = hostvars[host].get("sglang_fast_path_comparison") or {}
+    return bool(comparison.get("matched")), dict(comparison.get("differences") or {})
 
 
 def sglang_fast_path_converged(hosts, hostvars):

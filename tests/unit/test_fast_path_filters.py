@@ -8,10 +8,13 @@ from tests.helpers.script_module import load_file
 
 fast_path = load_file("filter_plugins/sglang_fast_path.py", "sglang_fast_path_filters")
 
-MATCHED = {"sglang_fast_path_matched": True, "sglang_fast_path_differences": {"nccl": [], "server": []}}
-NCCL = {"sglang_fast_path_matched": False,
-        "sglang_fast_path_differences": {"nccl": ["input var nccl_tuning_settings changed"], "server": []}}
-OFF = {"sglang_fast_path_matched": False, "sglang_fast_path_differences": {}}
+# sglang_fast_path_comparison as the role registers it: the module's result, or a skipped task where the path is off.
+MATCHED = {"sglang_fast_path_comparison": {"changed": False, "matched": True,
+                                           "differences": {"nccl": [], "server": []}}}
+NCCL = {"sglang_fast_path_comparison": {"changed": False, "matched": False, "differences": {
+    "nccl": ["input var nccl_tuning_settings changed"], "server": []}}}
+OFF = {"sglang_fast_path_comparison": {"changed": False, "skipped": True,
+                                       "false_condition": "sglang_fast_path_enabled | bool"}}
 
 
 def test_the_role_groups_hosts_under_the_name_the_plays_leave_out():

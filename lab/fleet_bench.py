@@ -43,10 +43,12 @@ PLAY = re.compile(r"^PLAY \[(?P<name>.*)\] \*+$")
 STAMP = re.compile(r"\(\d+:\d\d:\d\d\.\d+\)\s+(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d\.\d+) \*+\s*$")
 # The timed figures, each with its ratio to the smallest fleet: the first converge, then the no-op deploy and the
 # drift check on the default path (the fast path) and with -e deploy_fast_path=false (full roles), then the same
-# four under Mitogen's strategy (FLEET_BENCH_MITOGEN=1 only). hosts, noop_s and drift_s are the schema.
+# four under Mitogen's strategy (FLEET_BENCH_MITOGEN=1 only), and the fast path's two with ssh's key exchange set to
+# curve25519-sha256 instead of OpenSSH's default. hosts, noop_s and drift_s are the schema.
 RUNS = ("noop", "noop_full", "drift", "drift_full")
 MITOGEN_RUNS = tuple(name + "_mitogen" for name in RUNS)
-FIGURES = ("first_converge_s",) + tuple(name + "_s" for name in RUNS + MITOGEN_RUNS)
+KEX_RUNS = ("noop_curve25519", "drift_curve25519")
+FIGURES = ("first_converge_s",) + tuple(name + "_s" for name in RUNS + MITOGEN_RUNS + KEX_RUNS)
 # What count-ssh.sh tells apart; "all" is their sum (every round trip).
 KINDS = ("module", "shell", "transfer", "control")
 
@@ -235,6 +237,9 @@ def _columns(rows):
     for name, header in (("noop", "no-op s"), ("noop_full", "no-op full s"), ("drift", "drift s"),
                          ("drift_full", "drift full s")):
         columns.append((header, header, lambda row, ratio, key=name + "_s": _figure(row, key, ratio(key))))
+    if any(row.get(name + "_s") is not None for row in rows for name in KEX_RUNS):
+        for run, header in (("noop_curve25519", "no-op s, curve25519"), ("drift_curve25519", "drift s, curve25519")):
+            columns.append((header, header, lambda row, ratio, key=run + "_s": _figure(row, key, ratio(key))))
     for run, header in (("noop", "no-op"), ("drift", "drift")):
         columns.append(("runs " + header, "module runs/host %s" % header, lambda row, ratio, run=run: _pair(
             row, run + "_module_runs_per_host", run + "_full_module_runs_per_host", "%d")))
@@ -260,7 +265,8 @@ def _report_notes(rows):
 
 
 LEGEND = ("a/b: fast path / full roles (-e deploy_fast_path=false); runs, module runs/host: module runs of the "
-          "busiest host, counted; cpu/h, CPU s/host: the controller's user+sys seconds of the run divided by the hosts")
+          "busiest host, counted; cpu/h, CPU s/host: the controller's user+sys seconds of the run divided by the hosts; "
+          "curve25519: the fast path with ssh's key exchange curve25519-sha256 instead of OpenSSH's default")
 
 
 def table(rows):

@@ -179,6 +179,16 @@ def test_mitogen_columns_appear_when_a_row_has_them():
     assert "mitogen no-op s" in printed[0] and "5.0/12.0" in printed[1]
 
 
+def test_the_curve25519_columns_appear_when_a_row_has_them_with_their_ratios():
+    rows = bench.with_ratios([{"hosts": 2, "noop_s": 2.0, "noop_curve25519_s": 1.5, "drift_curve25519_s": 2.5},
+                              {"hosts": 16, "noop_s": 4.4, "noop_curve25519_s": 2.7}])
+    assert rows[1]["noop_curve25519_ratio"] == 1.8 and rows[1]["drift_curve25519_ratio"] is None
+    header, _, first, second = bench.markdown(rows).splitlines()[:4]
+    assert "| drift s | drift full s | no-op s, curve25519 | drift s, curve25519 | module runs/host no-op |" in header
+    assert "| 1.5 (1.00x) | 2.5 (1.00x) |" in first and "| 2.7 (1.80x) | - |" in second
+    assert "curve25519" not in bench.markdown([{"hosts": 2, "noop_s": 2.0}]).splitlines()[0]
+
+
 # count-ssh.sh's log, as Ansible's ssh connection plugin makes it (see lab/count-ssh.sh): two hosts on one address.
 SSH_LOG = """127.0.0.1:2301\tmodule\t1796500169.65
 127.0.0.1:2302\tmodule\t1796500169.66

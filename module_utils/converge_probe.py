@@ -69,11 +69,11 @@ def request_problems(params):
         value = params.get(name, [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             found.append("%s must be a list of names" % name)
-    unknown = sorted(set(params.get("ignore_covers") or []) - set(converge_state.IGNORABLE_KINDS)) \
-        if isinstance(params.get("ignore_covers"), list) else []
+    covers = params.get("ignore_covers") if isinstance(params.get("ignore_covers"), list) else []
+    unknown = sorted(set(kind for kind in covers if isinstance(kind, str)) - set(converge_state.IGNORABLE_KINDS))
     if unknown:
-        found.append("ignore_covers: %s is none of %s" % (", ".join(map(str, unknown)),
-                                                            ", ".join(sorted(converge_state.IGNORABLE_KINDS))))
+        kinds = ", ".join(sorted(converge_state.IGNORABLE_KINDS))
+        found.append("ignore_covers: %s is none of %s" % (", ".join(unknown), kinds))
     return found
 
 

@@ -21,6 +21,8 @@
                                                  such: numbers, lists; anything else is a string)
   fleet_bench.py table ROWS.jsonl OUT.json       the table (ratios to the smallest fleet) on stdout, JSON to OUT
   fleet_bench.py markdown FLEET.json             the written table as Markdown (for docs/fleet-scale.md)
+  fleet_bench.py summary FLEET.json              the fast path's no-op and drift at the smallest and largest
+                                                 fleet, as the README's lines
 
 A log is the default callback's output with ansible.posix.profile_tasks enabled (each task header is followed by
 a line such as "Tuesday 01 December 2026  05:40:01 +0000 (0:00:01.234)       0:00:12.345 ****", the last field
@@ -311,6 +313,29 @@ def markdown(rows):
     return "\n".join(lines)
 
 
+def readme_lines(rows):
+    """The README's lines: the fast path's no-op deploy and drift check at the smallest and the largest fleet
+    measured, with their ratio and the module runs a host (counted), and the same under curve25519 where measured."""
+    rows = sorted(rows, key=lambda row: row["hosts"])
+    small, large = rows[0], rows[-1]
+
+    def figure(key, label):
+        if small.get(key) is None or large.get(key) is None:
+            return None
+        return "%s %.1f s at %d hosts, %.1f s at %d (%.2fx)" % (label, small[key], small["hosts"], large[key],
+                                                               large["hosts"], large[key] / small[key])
+    lines = []
+    for run, label in (("noop", "no-op deploy"), ("drift", "drift check")):
+        text = figure(run + "_s", label)
+        if text is None:
+            continue
+        runs = large.get(run + "_module_runs_per_host")
+        kex = figure(run + "_curve25519_s", "with ssh's key exchange curve25519-sha256")
+        lines.append("- %s%s%s" % (text, "; module runs a host: %d, counted" % runs if runs is not None else "",
+                                   "; %s" % kex if kex else ""))
+    return "\n".join(lines)
+
+
 def with_ratios(rows):
     """The rows sorted by size, each with <figure>_ratio to the smallest fleet (None where a figure is missing)."""
     rows = sorted(rows, key=lambda row: row["hosts"])
@@ -351,6 +376,10 @@ def main(argv):
         if argv[1:2] == ["markdown"] and len(argv) == 3:
             with open(argv[2], encoding="utf-8") as stream:
                 print(markdown(json.load(stream)))
+            return 0
+        if argv[1:2] == ["summary"] and len(argv) == 3:
+            with open(argv[2], encoding="utf-8") as stream:
+                print(readme_lines(json.load(stream)))
             return 0
         if argv[1:2] == ["runs"] and (len(argv) == 4 or len(argv) == 6 and argv[4] == "--max"):
             with open(argv[2], encoding="utf-8") as stream:

@@ -15,7 +15,7 @@ A comparison (mode compare) runs module_utils/converge_probe.py on the host with
 Python process over the task's connection (its become and environment included): the wrapper's start-up is most of
 what a host with nothing to do costs, on the host and here. That needs pipelining and the host's Python named
 (ansible_python_interpreter, or the interpreter Ansible discovered there); without them, or for a record, the
-module runs as any module does. Both run the same code.
+module runs as any module does, as it does under Mitogen's strategy. Both run the same code.
 """
 from __future__ import annotations
 
@@ -239,8 +239,11 @@ class ActionModule(ActionBase):
         return result
 
     def _probe_interpreter(self, task_vars):
-        """The host's Python when the comparison can run without the module wrapper (pipelining on, the
-        interpreter named or discovered), else None (the module runs)."""
+        """The host's Python when the comparison can run without the module wrapper (Ansible's own connection
+        machinery, pipelining on, the interpreter named or discovered), else None (the module runs)."""
+        # Mitogen's strategy runs modules its own way (one interpreter a host, kept) and refuses this machinery.
+        if any(cls.__module__.startswith("ansible_mitogen") for cls in type(self).__mro__):
+            return None
         if not self._is_pipelining_enabled("new"):
             return None
         interpreter = task_vars.get("ansible_python_interpreter")

@@ -1,24 +1,36 @@
 """sglang_converge_state end to end on this machine (its action plugin digests the inputs, the module records and
 compares): a record written, a host that matches, a change named and the stale record removed only outside check
 mode, a bad cover refused with a message. The comparison runs both ways: without the module wrapper where the
-connection pipelines, as a module where it does not; the answers are the same."""
+connection pipelines, as a module where it does not or under Mitogen's strategy; the answers are the same."""
 import os
 import stat
+import subprocess
 
 import pytest
 
-from tests.helpers.ansible_run import run_module
+from tests.helpers.ansible_run import REPO, run_module
 
 TABLE = {"install": {"prefixes": ["sglang_install_"], "roles": ["sglang_install"]}}
 
 
-@pytest.mark.parametrize("pipelining", [True, False])
-def test_record_match_differ_forget(tmp_path, pipelining):
-    env = {"ANSIBLE_PIPELINING": str(pipelining)}
+def _mitogen():
+    """The environment that runs Ansible under Mitogen's strategy (lab/mitogen.sh installs the pinned Mitogen)."""
+    done = subprocess.run([os.path.join(REPO, "lab", "mitogen.sh")], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip("Mitogen could not be installed: %s" % done.stderr.strip()[-300:])
+    return {"ANSIBLE_STRATEGY_PLUGINS": done.stdout.strip(), "ANSIBLE_STRATEGY": "mitogen_linear"}
+
+
+@pytest.mark.parametrize("how", ["pipelining", "module", "mitogen"])
+def test_record_match_differ_forget(tmp_path, how):
+    env = {"ANSIBLE_PIPELINING": str(how != "module")}
+    if how == "mitogen":  # it replaces Ansible's module machinery: the module runs, its own way
+        env.update(_mitogen())
 
     def compare(module_args, check=False):
         result = run_module("sglang_converge_state", module_args, check=check, env=env)
-        assert ("invocation" in result) is not pipelining, result  # a module's result carries its invocation
+        # a module's result carries its invocation; the comparison run without the wrapper has none
+        assert ("invocation" in result) is (how != "pipelining"), result
         return result
 
     env_file, record = tmp_path / "runtime.env", str(tmp_path / "converged.json")

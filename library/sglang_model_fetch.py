@@ -251,6 +251,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import model_store
+# model_store imports the hf and peer sources inside ensure() (each imports model_store): imported here as well, so
+# that a runner which ships only the imports it finds at the top (Mitogen's strategy) ships them too.
+from ansible.module_utils import model_hub  # noqa: F401  pylint: disable=unused-import
+from ansible.module_utils import model_peer  # noqa: F401  pylint: disable=unused-import
 from ansible.module_utils.model_manifest import ModelError
 from ansible.module_utils import param_checks
 

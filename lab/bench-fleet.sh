@@ -208,7 +208,7 @@ for n in "${sizes[@]}"; do
     deploy_args="${extra[*]:-}" >> "$rows"
   "$LAB_DIR/down.sh" > /dev/null
   echo "   first converge ${first} s (lab up ${up} s);" \
-       "$(printf '%s\n' "${figures[@]}" | grep -E '^[a-z_]+_(s|module_runs_per_host)=' | tr '\n' ' ')"
+       "$(printf '%s\n' "${figures[@]}" | grep -E '^[a-z0-9_]+_(s|module_runs_per_host)=' | tr '\n' ' ')"
   "${helper[@]}" table "$rows" "$json" > /dev/null   # after every size: a run cut short keeps what finished
 done
 

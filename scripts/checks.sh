@@ -18,7 +18,7 @@ ansible_doc() {
 
 syntax_checks() {
   local playbook
-  for playbook in deploy.yml playbooks/*.yml; do
+  for playbook in deploy.yml playbooks/*.yml tests/roles/tests_*.yml; do
     ansible-playbook --syntax-check "$playbook" || return
   done
 }

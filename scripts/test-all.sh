@@ -47,12 +47,14 @@ ci_lane checks nice -n 10 ./scripts/checks.sh
 failed=()
 skipped=()
 lab_ok=true
-# collection (a user of the tarball, on its own hosts) follows drift in one lane: three labs at once would slow default,
-# the longest lane, and drift ends well before it.
+# collection (a user of the tarball, on its own hosts) and then each role alone (lab/test-roles.sh, tests/roles, on a
+# host of its own) follow drift in one lane: more labs at once would slow default, the longest lane, and drift ends
+# well before it.
 molecule_drift_then_collection() {
   local rc=0
   molecule_test drift || rc=1
   molecule_test collection || rc=1
+  ci_stage roles ./lab/test-roles.sh || rc=1
   return $rc
 }
 

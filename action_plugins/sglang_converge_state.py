@@ -165,6 +165,25 @@ def tags_selected(tags, run_tags, skip_tags):
     return {tag: plays(tag) for tag in sorted(set(tags) | {"untagged"})}
 
 
+def code_folders(root):
+    """Every folder of ROOT whose code is an input: each role, and SHARED_CODE."""
+    roles = os.path.join(root, "roles")
+    return ([os.path.join(roles, role) for role in sorted(os.listdir(roles))]
+            + [os.path.join(root, name) for name in SHARED_CODE if os.path.isdir(os.path.join(root, name))])
+
+
+def warm_code_digests(root):
+    """Digest ROOT's code folders now (tree_digest keeps them). Called when Ansible imports this plugin: it does so
+    in its main process, before it forks a worker for each host, and every worker inherits the digests; computed in
+    the worker, each host of a fleet would walk and hash the whole tree again. Quietly does nothing where the
+    tree cannot be read (a sanity test's import): the comparison then digests in the worker, as before."""
+    try:
+        for folder in code_folders(root):
+            tree_digest(folder)
+    except (OSError, AnsibleError):
+        _CODE_CACHE.clear()
+
+
 def capability_inputs(table, values, root, tags):
     """{capability: {name: digest}} for TABLE ({capability: {prefixes, roles}}) from VALUES ({name: templated})."""
     inputs = {}
@@ -179,6 +198,12 @@ def capability_inputs(table, values, root, tags):
                       for name in SHARED_CODE if os.path.isdir(os.path.join(root, name))}
     inputs["code"]["tags"] = value_digest(tags)
     return inputs
+
+
+try:
+    warm_code_digests(project_root())
+except AnsibleError:  # no roles/ above this file (a copy of the plugin alone)
+    pass
 
 
 class ActionModule(ActionBase):

@@ -106,3 +106,28 @@ def test_code_changes_count_and_markdown_does_not(tmp_path):
     plugin._CODE_CACHE.clear()
     assert digests({}, root=str(tmp_path))["nccl"]["role nccl_tuning"] != before
     plugin._CODE_CACHE.clear()
+
+
+def test_code_digests_are_computed_when_ansible_imports_the_plugin():
+    # Ansible imports an action plugin in its main process before it forks a worker a host: the workers inherit
+    # what the import computed, so a fleet hashes the code once a run, not once a host.
+    import importlib
+    fresh = importlib.reload(plugin)
+    root = fresh.project_root()
+    folders = fresh.code_folders(root)
+    assert os.path.join(root, "roles", "sglang_fast_path") in folders
+    assert os.path.join(root, "action_plugins") in folders
+    assert sorted(fresh._CODE_CACHE) == sorted(folders)
+    warm = dict(fresh._CODE_CACHE)
+    fresh._CODE_CACHE.clear()
+    assert {folder: fresh.tree_digest(folder) for folder in folders} == warm
+
+
+def test_an_unreadable_tree_leaves_no_digest_behind(tmp_path):
+    (tmp_path / "roles" / "one").mkdir(parents=True)
+    (tmp_path / "roles" / "one" / "main.yml").write_text("---\n")
+    (tmp_path / "roles" / "two").mkdir()
+    (tmp_path / "roles" / "two" / "main.yml").symlink_to(tmp_path / "nowhere.yml")  # open() fails
+    plugin._CODE_CACHE.clear()
+    plugin.warm_code_digests(str(tmp_path))
+    assert plugin._CODE_CACHE == {}

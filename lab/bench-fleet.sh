@@ -6,16 +6,17 @@
 #   noop_full   the same with -e deploy_fast_path=false (the full roles)     must report changed=0 on every host
 #   drift       one drift check of all hosts (playbooks/drift.yml --check --diff + scripts/drift_report.py)
 #   drift_full  the same with -e deploy_fast_path=false                       both must be clean
-# (any of these failing stops the script), then noop and drift again with ssh's key exchange set to curve25519-sha256
-# (noop_curve25519, drift_curve25519: ANSIBLE_SSH_EXTRA_ARGS; OpenSSH's default, sntrup761x25519, costs a host's
-# key exchange several times the CPU, and the lab's hosts share this machine's cores with the controller; the row's
-# ssh_kex names the default), then the hosts are removed. Each run is timed (wall seconds),
-# its controller CPU measured (user+sys of ansible-playbook and every process under it, its ssh control masters
-# included: lab/fleet_bench.py timed) and its ssh round trips counted per host (lab/count-ssh.sh as Ansible's
-# ssh/sftp/scp; a module run is an ssh run whose remote command starts Python). With FLEET_BENCH_MITOGEN=1 the
-# four run again under Mitogen's mitogen_linear strategy (lab/mitogen.sh installs the pinned mitogen into
-# .cache/lab on first use), timed and CPU only (Mitogen keeps one connection a host, so there is nothing to count);
-# a Mitogen drift run's report is compared with the linear run's of the same path (<run>_report_as_linear).
+# (any of these failing stops the script), then noop and drift again with OpenSSH's default key exchange
+# (noop_default_kex, drift_default_kex: -e ansible_ssh_extra_args= drops the lab inventory's KexAlgorithms; the row's
+# ssh_kex is the lab's, ssh_kex_default OpenSSH's first: on this machine sntrup761x25519, several times the CPU of a
+# connection on both ends, and the lab's hosts share its cores with the controller), then the hosts are removed.
+# Each run is timed (wall seconds), its controller CPU measured (user+sys of ansible-playbook and every process
+# under it, its ssh control masters included: lab/fleet_bench.py timed) and its ssh round trips counted per host
+# (lab/count-ssh.sh as Ansible's ssh/sftp/scp; a module run is an ssh run whose remote command starts Python).
+# With FLEET_BENCH_MITOGEN=1 the four run again under Mitogen's mitogen_linear strategy (lab/mitogen.sh installs the
+# pinned mitogen into .cache/lab on first use), timed and CPU only (Mitogen keeps one connection a host, so there is
+# nothing to count); a Mitogen drift run's report is compared with the linear run's of the same path
+# (<run>_report_as_linear).
 # Prints the table with each figure's ratio to the smallest N and writes it as JSON (FLEET_BENCH_JSON, default
 # docs/measurements/fleet.json); load average, cores, forks, commit and the per-play seconds go in each row.
 #   lab/bench-fleet.sh                          N = 2 4 8 16
@@ -69,8 +70,12 @@ used_mib() { free -m | awk '/^Mem:/ {print $3}'; }
 loadavg() { awk '{printf "[%s, %s, %s]", $1, $2, $3}' /proc/loadavg; }
 commit="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs/measurements' || echo -dirty)"
 forks="$(ansible-config dump 2>/dev/null | awk -F' = ' '/^DEFAULT_FORKS/ {print $2}')"
-# The key exchange OpenSSH offers first (what the runs but the curve25519 ones negotiate with the lab's sshd).
-ssh_kex="$(ssh -G 127.0.0.1 2>/dev/null | awk '/^kexalgorithms / {split($2, kex, ","); print kex[1]}')"
+# The key exchange the fleet inventory sets (every run but the *_default_kex ones) and the one OpenSSH offers first.
+ssh_kex="$(FLEET_SIZE=1 ansible-inventory -i "$inventory" --host fleet-gpu1 2>/dev/null | python3 -c '
+import json, re, sys
+found = re.search(r"KexAlgorithms=(\S+)", json.load(sys.stdin).get("ansible_ssh_extra_args", ""))
+print(found.group(1) if found else "")')"
+ssh_kex_default="$(ssh -G 127.0.0.1 2>/dev/null | awk '/^kexalgorithms / {split($2, kex, ","); print kex[1]}')"
 
 # The deploy and drift commands (FLEET_SIZE, exported per size, picks the fleet); ARGS... after the playbook's own.
 deploy_cmd() {  # deploy_cmd N ARGS...: deploy.yml on the fleet of N, timed per task (profile_tasks)
@@ -184,10 +189,9 @@ for n in "${sizes[@]}"; do
   noop_run noop_full "${full[@]}"
   drift_run drift
   drift_run drift_full "${full[@]}"
-  run_env=(ANSIBLE_SSH_EXTRA_ARGS="-o KexAlgorithms=curve25519-sha256")
-  noop_run noop_curve25519
-  drift_run drift_curve25519
-  run_env=()
+  default_kex=(-e '{"ansible_ssh_extra_args": ""}')
+  noop_run noop_default_kex "${default_kex[@]}"
+  drift_run drift_default_kex "${default_kex[@]}"
   if [ ${#mitogen[@]} -gt 0 ]; then
     counting=0 run_env=("${mitogen[@]}")
     noop_run noop_mitogen
@@ -202,7 +206,8 @@ for n in "${sizes[@]}"; do
     first_converge_plays="$("${helper[@]}" phases "$dir/converge.log")" \
     noop_plays="$("${helper[@]}" phases "$dir/noop.log")" \
     noop_full_plays="$("${helper[@]}" phases "$dir/noop_full.log")" \
-    loadavg_before="$load_before" loadavg_after="$(loadavg)" cores="$(nproc)" forks="$forks" ssh_kex="$ssh_kex" \
+    loadavg_before="$load_before" loadavg_after="$(loadavg)" cores="$(nproc)" forks="$forks" \
+    ssh_kex="$ssh_kex" ssh_kex_default="$ssh_kex_default" \
     mem_used_mib_before="$mem_before" mem_used_mib_converged="$mem_converged" \
     commit="$commit" date="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     deploy_args="${extra[*]:-}" >> "$rows"

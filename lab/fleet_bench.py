@@ -45,11 +45,11 @@ PLAY = re.compile(r"^PLAY \[(?P<name>.*)\] \*+$")
 STAMP = re.compile(r"\(\d+:\d\d:\d\d\.\d+\)\s+(?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d\.\d+) \*+\s*$")
 # The timed figures, each with its ratio to the smallest fleet: the first converge, then the no-op deploy and the
 # drift check on the default path (the fast path) and with -e deploy_fast_path=false (full roles), then the same
-# four under Mitogen's strategy (FLEET_BENCH_MITOGEN=1 only), and the fast path's two with ssh's key exchange set to
-# curve25519-sha256 instead of OpenSSH's default. hosts, noop_s and drift_s are the issue's schema.
+# four under Mitogen's strategy (FLEET_BENCH_MITOGEN=1 only), and the fast path's two with OpenSSH's default key
+# exchange (ssh_kex_default) instead of the lab inventory's (ssh_kex). hosts, noop_s and drift_s are the issue's schema.
 RUNS = ("noop", "noop_full", "drift", "drift_full")
 MITOGEN_RUNS = tuple(name + "_mitogen" for name in RUNS)
-KEX_RUNS = ("noop_curve25519", "drift_curve25519")
+KEX_RUNS = ("noop_default_kex", "drift_default_kex")
 FIGURES = ("first_converge_s",) + tuple(name + "_s" for name in RUNS + MITOGEN_RUNS + KEX_RUNS)
 # What count-ssh.sh tells apart; "all" is their sum (every round trip).
 KINDS = ("module", "shell", "transfer", "control")
@@ -240,7 +240,8 @@ def _columns(rows):
                          ("drift_full", "drift full s")):
         columns.append((header, header, lambda row, ratio, key=name + "_s": _figure(row, key, ratio(key))))
     if any(row.get(name + "_s") is not None for row in rows for name in KEX_RUNS):
-        for run, header in (("noop_curve25519", "no-op s, curve25519"), ("drift_curve25519", "drift s, curve25519")):
+        for run, header in (("noop_default_kex", "no-op s, default kex"),
+                            ("drift_default_kex", "drift s, default kex")):
             columns.append((header, header, lambda row, ratio, key=run + "_s": _figure(row, key, ratio(key))))
     for run, header in (("noop", "no-op"), ("drift", "drift")):
         columns.append(("runs " + header, "module runs/host %s" % header, lambda row, ratio, run=run: _pair(
@@ -267,8 +268,9 @@ def _report_notes(rows):
 
 
 LEGEND = ("a/b: fast path / full roles (-e deploy_fast_path=false); runs, module runs/host: module runs of the "
-          "busiest host, counted; cpu/h, CPU s/host: the controller's user+sys seconds of the run divided by the hosts; "
-          "curve25519: the fast path with ssh's key exchange curve25519-sha256 instead of OpenSSH's default")
+          "busiest host, counted; cpu/h, CPU s/host: the controller's user+sys seconds of the run divided by the "
+          "hosts; default kex: the fast path with OpenSSH's default key exchange (the row's ssh_kex_default) instead "
+          "of the lab inventory's (ssh_kex)")
 
 
 def table(rows):
@@ -315,7 +317,8 @@ def markdown(rows):
 
 def readme_lines(rows):
     """The README's lines: the fast path's no-op deploy and drift check at the smallest and the largest fleet
-    measured, with their ratio and the module runs a host (counted), and the same under curve25519 where measured."""
+    measured, with their ratio, the key exchange and the module runs a host (counted), and the same with OpenSSH's
+    default key exchange where measured."""
     rows = sorted(rows, key=lambda row: row["hosts"])
     small, large = rows[0], rows[-1]
 
@@ -330,9 +333,11 @@ def readme_lines(rows):
         if text is None:
             continue
         runs = large.get(run + "_module_runs_per_host")
-        kex = figure(run + "_curve25519_s", "with ssh's key exchange curve25519-sha256")
-        lines.append("- %s%s%s" % (text, "; module runs a host: %d, counted" % runs if runs is not None else "",
-                                   "; %s" % kex if kex else ""))
+        kex = figure(run + "_default_kex_s", "with OpenSSH's default key exchange%s"
+                     % (" (%s)" % large["ssh_kex_default"] if large.get("ssh_kex_default") else ""))
+        lines.append("- %s%s%s%s" % (text, ", ssh key exchange %s" % large["ssh_kex"] if large.get("ssh_kex") else "",
+                                     "; module runs a host: %d, counted" % runs if runs is not None else "",
+                                     "; %s" % kex if kex else ""))
     return "\n".join(lines)
 
 

@@ -179,23 +179,25 @@ def test_mitogen_columns_appear_when_a_row_has_them():
     assert "mitogen no-op s" in printed[0] and "5.0/12.0" in printed[1]
 
 
-def test_the_curve25519_columns_appear_when_a_row_has_them_with_their_ratios():
-    rows = bench.with_ratios([{"hosts": 2, "noop_s": 2.0, "noop_curve25519_s": 1.5, "drift_curve25519_s": 2.5},
-                              {"hosts": 16, "noop_s": 4.4, "noop_curve25519_s": 2.7}])
-    assert rows[1]["noop_curve25519_ratio"] == 1.8 and rows[1]["drift_curve25519_ratio"] is None
+def test_the_default_kex_columns_appear_when_a_row_has_them_with_their_ratios():
+    rows = bench.with_ratios([{"hosts": 2, "noop_s": 2.0, "noop_default_kex_s": 1.5, "drift_default_kex_s": 2.5},
+                              {"hosts": 16, "noop_s": 4.4, "noop_default_kex_s": 2.7}])
+    assert rows[1]["noop_default_kex_ratio"] == 1.8 and rows[1]["drift_default_kex_ratio"] is None
     header, _, first, second = bench.markdown(rows).splitlines()[:4]
-    assert "| drift s | drift full s | no-op s, curve25519 | drift s, curve25519 | module runs/host no-op |" in header
+    assert "| drift s | drift full s | no-op s, default kex | drift s, default kex | module runs/host no-op |" in header
     assert "| 1.5 (1.00x) | 2.5 (1.00x) |" in first and "| 2.7 (1.80x) | - |" in second
-    assert "curve25519" not in bench.markdown([{"hosts": 2, "noop_s": 2.0}]).splitlines()[0]
+    assert "default kex" not in bench.markdown([{"hosts": 2, "noop_s": 2.0}]).splitlines()[0]
 
 
-def test_the_readme_lines_give_the_smallest_and_largest_fleet_with_counted_runs():
-    rows = [{"hosts": 16, "noop_s": 4.0, "noop_module_runs_per_host": 1, "drift_s": 6.0,
-             "noop_curve25519_s": 3.0}, {"hosts": 2, "noop_s": 2.0, "drift_s": 2.5, "noop_curve25519_s": 1.6}]
+def test_the_readme_lines_give_the_smallest_and_largest_fleet_with_counted_runs_and_key_exchanges():
+    rows = [{"hosts": 16, "noop_s": 3.0, "noop_module_runs_per_host": 1, "drift_s": 6.0, "noop_default_kex_s": 4.0,
+             "ssh_kex": "curve25519-sha256", "ssh_kex_default": "sntrup761x25519-sha512@openssh.com"},
+            {"hosts": 2, "noop_s": 1.6, "drift_s": 2.5, "noop_default_kex_s": 2.0}]
     assert bench.readme_lines(rows).splitlines() == [
-        "- no-op deploy 2.0 s at 2 hosts, 4.0 s at 16 (2.00x); module runs a host: 1, counted; with ssh's key "
-        "exchange curve25519-sha256 1.6 s at 2 hosts, 3.0 s at 16 (1.88x)",
-        "- drift check 2.5 s at 2 hosts, 6.0 s at 16 (2.40x)"]
+        "- no-op deploy 1.6 s at 2 hosts, 3.0 s at 16 (1.88x), ssh key exchange curve25519-sha256; module runs a "
+        "host: 1, counted; with OpenSSH's default key exchange (sntrup761x25519-sha512@openssh.com) 2.0 s at 2 hosts, "
+        "4.0 s at 16 (2.00x)",
+        "- drift check 2.5 s at 2 hosts, 6.0 s at 16 (2.40x), ssh key exchange curve25519-sha256"]
 
 
 def _generated(path, command):

@@ -13,9 +13,11 @@ Only names and digests reach the host. The logic of the comparison is the module
 
 A comparison (mode compare) runs module_utils/converge_probe.py on the host without Ansible's module wrapper, in one
 Python process over the task's connection (its become and environment included): the wrapper's start-up is most of
-what a host with nothing to do costs, on the host and here. That needs pipelining and the host's Python named
-(ansible_python_interpreter, or the interpreter Ansible discovered there); without them, or for a record, the
-module runs as any module does, as it does under Mitogen's strategy. Both run the same code.
+what a host with nothing to do costs, on the host and here. That needs pipelining. The host's Python is the one named
+(ansible_python_interpreter, interpreter_python) or, with "auto", the one Ansible discovered there in this run, else
+the one its discovery would pick, found in the same round trip (the first of INTERPRETER_PYTHON_FALLBACK the host has,
+else /usr/bin/python3). Without pipelining, or for a record, the module runs as any module does, as it does under
+Mitogen's strategy. Both run the same code.
 """
 from __future__ import annotations
 
@@ -65,6 +67,10 @@ sys.modules[package + ".converge_probe"].main(request["request"])
 """
 # An interpreter as the shell gets it (Ansible puts it there unquoted too, so "/usr/bin/env python3" works).
 INTERPRETER = re.compile(r"/[A-Za-z0-9_./+-]+( [A-Za-z0-9_./+-]+)*\Z")
+# A name Ansible's interpreter discovery tries (INTERPRETER_PYTHON_FALLBACK): a command or a path, one word.
+FALLBACK_NAME = re.compile(r"[A-Za-z0-9_./+-]+\Z")
+# What that discovery settles on when the host has none of them.
+DISCOVERY_DEFAULT = "/usr/bin/python3"
 _PROBE_SOURCES = {}
 
 
@@ -138,8 +144,17 @@ def probe_sources(root):
 
 
 def probe_command(interpreter):
-    """The shell command that runs the comparison with INTERPRETER (PROBE_BOOTSTRAP; the rest comes on stdin)."""
-    return "%s -c %s" % (interpreter, shlex.quote(PROBE_BOOTSTRAP))
+    """The shell command that runs the comparison (PROBE_BOOTSTRAP; the rest comes on stdin) with INTERPRETER, a
+    path, or, given a list of names (INTERPRETER_PYTHON_FALLBACK), with the one Ansible's discovery would pick: the
+    first the host's shell finds as an absolute path, else DISCOVERY_DEFAULT. Same round trip either way."""
+    code = shlex.quote(PROBE_BOOTSTRAP)
+    if isinstance(interpreter, str):
+        return "%s -c %s" % (interpreter, code)
+    if not interpreter:
+        return "%s -c %s" % (DISCOVERY_DEFAULT, code)
+    names = " ".join(shlex.quote(name) for name in interpreter)
+    return ('python=%s; for name in %s; do found="$(command -v "$name")"; case "$found" in /*) python="$found"; '
+            'break;; esac; done; exec "$python" -c %s' % (DISCOVERY_DEFAULT, names, code))
 
 
 def probe_answer(res):
@@ -255,7 +270,7 @@ class ActionModule(ActionBase):
         if args["mode"] == "record":
             module_args["covers"] = args["covers"]
         interpreter = self._probe_interpreter(task_vars) if args["mode"] == "compare" else None
-        if interpreter:
+        if interpreter is not None:
             result.update(self._probe(interpreter, {name: value for name, value in module_args.items()
                                                     if name != "mode"}))
         else:
@@ -265,7 +280,8 @@ class ActionModule(ActionBase):
 
     def _probe_interpreter(self, task_vars):
         """The host's Python when the comparison can run without the module wrapper (Ansible's own connection
-        machinery, pipelining on, the interpreter named or discovered), else None (the module runs)."""
+        machinery, pipelining on): the path named or discovered in this run, or the names Ansible's discovery
+        tries (probe_command picks as it does); else None (the module runs)."""
         # Mitogen's strategy runs modules its own way (one interpreter a host, kept) and refuses this machinery.
         if any(cls.__module__.startswith("ansible_mitogen") for cls in type(self).__mro__):
             return None
@@ -273,10 +289,14 @@ class ActionModule(ActionBase):
             return None
         interpreter = task_vars.get("ansible_python_interpreter")
         if interpreter is None:
-            interpreter = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
-        if interpreter is None and not str(C.config.get_config_value("INTERPRETER_PYTHON")).startswith("auto"):
-            interpreter = C.config.get_config_value("INTERPRETER_PYTHON")
+            interpreter = C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars)
         interpreter = self._templar.template(interpreter) if interpreter is not None else None
+        if isinstance(interpreter, str) and interpreter.startswith("auto"):
+            interpreter = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
+            if interpreter is None:
+                names = C.config.get_config_value("INTERPRETER_PYTHON_FALLBACK", variables=task_vars) or []
+                usable = all(isinstance(name, str) and FALLBACK_NAME.match(name) for name in names)
+                return list(names) if usable else None
         return interpreter if isinstance(interpreter, str) and INTERPRETER.match(interpreter) else None
 
     def _probe(self, interpreter, params):

@@ -10,8 +10,9 @@ _NEXT_TO_PYTHON = os.path.join(os.path.dirname(sys.executable), "ansible")
 ANSIBLE = _NEXT_TO_PYTHON if os.access(_NEXT_TO_PYTHON, os.X_OK) else "ansible"
 
 
-def run_module(module, args, check=False, diff=False, env=None):
-    """The module's result on localhost; env adds variables (the module inherits them, local connection)."""
+def run_module(module, args, check=False, diff=False, env=None, extra_vars=None):
+    """The module's result on localhost; env adds variables (the module inherits them, local connection),
+    extra_vars are given with -e."""
     env = dict(os.environ, **(env or {}))
     env.update(ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
                ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
@@ -21,6 +22,8 @@ def run_module(module, args, check=False, diff=False, env=None):
         cmd.append("--check")
     if diff:
         cmd.append("--diff")
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     try:
         report = json.loads(proc.stdout)

@@ -1,7 +1,8 @@
 """sglang_converge_state end to end on this machine (its action plugin digests the inputs, the module records and
 compares): a record written, a host that matches, a change named and the stale record removed only outside check
 mode, a bad cover refused with a message. The comparison runs both ways: without the module wrapper where the
-connection pipelines, as a module where it does not or under Mitogen's strategy; the answers are the same."""
+connection pipelines (the interpreter named, or left to discovery), as a module where it does not or under Mitogen's
+strategy; the answers are the same."""
 import os
 import stat
 import subprocess
@@ -21,16 +22,23 @@ def _mitogen():
     return {"ANSIBLE_STRATEGY_PLUGINS": done.stdout.strip(), "ANSIBLE_STRATEGY": "mitogen_linear"}
 
 
-@pytest.mark.parametrize("how", ["pipelining", "module", "mitogen"])
+@pytest.mark.parametrize("how", ["pipelining", "discovery", "module", "mitogen"])
 def test_record_match_differ_forget(tmp_path, how):
     env = {"ANSIBLE_PIPELINING": str(how != "module")}
     if how == "mitogen":  # it replaces Ansible's module machinery: the module runs, its own way
         env.update(_mitogen())
+    # localhost's Python is named (Ansible's own); "auto" leaves it to discovery, which the probe makes on its own.
+    # The system's PATH: this machine's also has pyenv's shims, which answer `command -v` for versions not installed
+    # (Ansible's own discovery would pick them as well).
+    extra_vars = None
+    if how == "discovery":
+        extra_vars = {"ansible_python_interpreter": "auto_silent"}
+        env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
 
     def compare(module_args, check=False):
-        result = run_module("sglang_converge_state", module_args, check=check, env=env)
+        result = run_module("sglang_converge_state", module_args, check=check, env=env, extra_vars=extra_vars)
         # a module's result carries its invocation; the comparison run without the wrapper has none
-        assert ("invocation" in result) is (how != "pipelining"), result
+        assert ("invocation" in result) is (how not in ("pipelining", "discovery")), result
         return result
 
     env_file, record = tmp_path / "runtime.env", str(tmp_path / "converged.json")

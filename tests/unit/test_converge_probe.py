@@ -111,3 +111,42 @@ def test_an_installed_collection_runs_its_own_module_utils(tmp_path):
     ("/usr/bin/python3\n", False)])
 def test_only_an_absolute_plain_interpreter_goes_on_the_command_line(interpreter, usable):
     assert bool(plugin.INTERPRETER.match(interpreter)) is usable
+
+
+def _fake_python(folder, name, marker):
+    """An executable NAME in FOLDER that notes it ran (MARKER), then runs this Python without site-packages."""
+    path = folder / name
+    path.write_text("#!/bin/sh\ntouch %s\nexec %s -S \"$@\"\n" % (marker, sys.executable))
+    path.chmod(0o755)
+    return path
+
+
+def test_discovery_runs_the_first_fallback_the_host_has_as_ansible_would(converged, tmp_path):
+    record, _, inputs = converged
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    _fake_python(folder, "python3.99", tmp_path / "first")
+    _fake_python(folder, "python3.98", tmp_path / "second")
+    command = plugin.probe_command(["no-such-python", "python3.99", "python3.98"])
+    package, modules = plugin.probe_sources(REPO)
+    params = {"record": str(record), "inputs": inputs}
+    done = subprocess.run(["/bin/sh", "-c", command], cwd=str(tmp_path), check=False, capture_output=True, text=True,
+                          input=json.dumps({"package": package, "modules": modules,
+                                            "request": {"params": params, "check_mode": True}}),
+                          env=dict(os.environ, PATH="%s:/usr/bin:/bin" % folder))
+    answer = plugin.probe_answer({"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr})
+    assert answer == converge_probe.compare(params, True) and answer["matched"] is True, answer
+    assert (tmp_path / "first").exists() and not (tmp_path / "second").exists()
+
+
+def test_discovery_ends_at_usr_bin_python3_as_ansible_does():
+    assert plugin.probe_command([]).startswith("/usr/bin/python3 -c ")
+    command = plugin.probe_command(["python3.13", "/usr/bin/python3"])
+    assert command.startswith("python=/usr/bin/python3; for name in python3.13 /usr/bin/python3; do ")
+
+
+@pytest.mark.parametrize("name, usable", [
+    ("python3.13", True), ("/usr/libexec/platform-python", True), ("python3; id", False), ("$(id)", False),
+    ("python 3", False), ("", False)])
+def test_only_plain_fallback_names_go_on_the_command_line(name, usable):
+    assert bool(plugin.FALLBACK_NAME.match(name)) is usable

@@ -32,7 +32,7 @@ if [ "$mode" = start ]; then
       failed=0
       for phase in "${phases[@]}"; do
         echo "== $(date -u +%T) $job: $phase"
-        env "${envs[@]}" OUT='"$BG"'/bundles E2E_LIMIT_S=1500 bash scripts/device/sglang_e2e.sh "$phase" \
+        env "${envs[@]}" OUT='"$BG"'/bundles E2E_LIMIT_S=3600 bash scripts/device/sglang_e2e.sh "$phase" \
           < /dev/null || { failed=1; break; }
       done
     done < '"$BG"'/jobs
@@ -48,6 +48,8 @@ mkdir -p "$OUT"
 cp "$BG"/bundles/*.json "$OUT/" 2>/dev/null
 cp "$BG/log" "$OUT/background.log"
 tar czf "$OUT/out.tgz" -C /var/tmp/sglang-e2e out records 2>/dev/null
+# the servers' own logs as they are now, a start still waited for included (its log is copied to out/ only after)
+(cd /var/log && tar czf "$OUT/server-logs.tgz" sglang-e2e-*.log 2>/dev/null)
 # FlashInfer's trtllm_comm once nvcc built it here (the canary's first load), once: carry it next time as
 # .device/e2e-jit/trtllm_comm.so.xz
 if [ -f /var/tmp/sglang-e2e/trtllm_comm.so ] && [ ! -f "$BG/kernel-returned" ]; then

@@ -20,10 +20,12 @@ def evidence_name(kind):
     """h200x<GPUs>[_shared<ranks>][_<family>]_<kind>.json: the rehearsal's main family (deepseek_v3) and the
     one-GPU run's (qwen3) keep the short names."""
     main_family = "deepseek_v3" if bed.RANKS else "qwen3"
+    # a rehearsal's DeepseekV3 runs with the Llama-layout draft first; the Kimi-K2.5 MLA draft's run is named apart
+    draft = "_mla_draft" if bed.RANKS and bed.FAMILY == "deepseek_v3" and bed.DRAFT == "mla" else ""
     model = next((word.lower() for name in gpus()["names"] for word in name.split() if word[:1] in "HB"
                   and word[1:].isdigit()), "gpu")  # "NVIDIA H200" -> h200
     return "%sx%d%s%s_%s.json" % (model, bed.gpu_count(), "_shared%d" % bed.RANKS if bed.RANKS else "",
-                                  "" if bed.FAMILY == main_family else "_" + bed.FAMILY, kind)
+                                  ("" if bed.FAMILY == main_family else "_" + bed.FAMILY) + draft, kind)
 
 
 def venv_versions():
@@ -93,7 +95,10 @@ def evidence(state):
                        fused_kernel_calls=fusion_evidence.fused_kernel_calls(recorded.get("flashinfer_api_calls")),
                        flashinfer_api_calls=recorded.get("flashinfer_api_calls"),
                        fusion_log_lines=recorded.get("fusion_log_lines"),
-                       fusion_off_lines=recorded.get("fusion_off_lines"))
+                       fusion_off_lines=recorded.get("fusion_off_lines"),
+                       ready_s=recorded.get("ready", {}).get("since_start_s"),
+                       first_start=(recorded.get("start") or {}).get("first_on_machine"),
+                       start=recorded.get("start"))
         legs.append(summary)
     plain = completions(reports["plain"])
     match, explained = {}, {}
@@ -153,6 +158,11 @@ def evidence(state):
         "fusion_prove_rc": first.get("prove_rc"),
         "fused_kernel_calls": first.get("flashinfer_api_calls"),
         "health_generate_status": first.get("health_generate_status"),
+        # the first server start on the machine (empty compile caches) against the later ones: where its time went
+        "first_start": next(({"leg": leg["name"], "ready_s": leg["ready_s"], "phases": leg["start"]["phases"],
+                              "cache_growth": leg["start"]["cache_growth"]}
+                             for leg in legs if leg.get("first_start")), None),
+        "later_starts_ready_s": {leg["name"]: leg["ready_s"] for leg in legs if leg.get("first_start") is False},
         "ready_after_s": {name: state["legs"][name].get("ready", {}).get("since_start_s") for name in reports},
         "stops": {name: state["legs"][name].get("stopped") for name in reports},
         "tp_size": bed.tp_size(),

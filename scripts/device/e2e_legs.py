@@ -15,6 +15,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # e2e_bed.py beside it, however this is loaded
 import e2e_bed as bed  # noqa: E402  pylint: disable=wrong-import-position
 import fusion_evidence  # noqa: E402  pylint: disable=wrong-import-position
+import start_timeline  # noqa: E402  pylint: disable=wrong-import-position
 import journal_excerpt  # noqa: E402  pylint: disable=wrong-import-position
 import unit_exec  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -49,12 +50,40 @@ def start_leg(state, index):
     extra.update(rehearsal_env() if bed.RANKS else {})
     for old in glob.glob(bed.API_LOG.replace("%i", "*")):
         os.unlink(old)
+    caches = cache_roots(index)
+    bed.save_json(bed.CACHE_SNAPSHOT, start_timeline.snapshot(caches))
     started = unit_exec.start(bed.unit_path(index), log_path, extra, bed.REHEARSAL_ARGS if bed.RANKS else ())
     started["started_at"] = time.time()
+    # the first server start on this machine finds the compile caches empty (what a host's first start after an
+    # install does): it gets the long wait, and what it compiled is measured
+    started["first_on_machine"] = not os.path.exists(bed.STARTED_ONCE)
+    started["cache_roots"] = caches
+    with open(bed.STARTED_ONCE, "a", encoding="utf-8") as handle:
+        handle.write("%s %s\n" % (bed.RUN, name))
     state["legs"].setdefault(name, {})["server"] = started
     bed.save_state(state)
     print("started %s: pid %d" % (name, started["pid"]), flush=True)
     return 0
+
+
+def cache_roots(index):
+    """The folders a start compiles into: the service user's home (Triton's ~/.triton, FlashInfer's workspace,
+    ~/.cache) and torch's inductor folder in /tmp."""
+    _unit, _passed, popen = unit_exec.as_service(bed.unit_path(index))
+    home = popen["env"].get("HOME") or "/var/lib/sglang"
+    return [home] + sorted(glob.glob("/tmp/torchinductor_*"))
+
+
+def start_record(server):
+    """Where this start's time went: SGLang's start-up phases from its log and the caches it wrote meanwhile."""
+    with open(server["log"], encoding="utf-8", errors="replace") as handle:
+        lines = handle.read().splitlines()
+    with open(bed.CACHE_SNAPSHOT, encoding="utf-8") as handle:
+        before = json.load(handle)
+    after = start_timeline.snapshot(server.get("cache_roots") or [])
+    return {"first_on_machine": server.get("first_on_machine"), "phases": start_timeline.phases(lines),
+            "markers": start_timeline.markers(lines),
+            "cache_growth": start_timeline.growth(before, after, server["started_at"])}
 
 
 def http(method, path, body=None, timeout=60, authorization=""):
@@ -200,12 +229,14 @@ def run_leg(state, index):
             return 1
         server = leg["server"]
     started = time.monotonic()
+    wait_s = bed.FIRST_READY_S if server.get("first_on_machine") else bed.READY_S
     proc = subprocess.run(["/usr/bin/env", "python3", os.path.join(bed.REPO, "roles/sglang_server/files/wait_ready.py"),
                            "--url", bed.BASE_URL + "/health_generate", "--pid", str(server["pid"]),
-                           "--timeout", "420", "--poll", "3", "--key-file", bed.KEY_FILE],
+                           "--timeout", str(wait_s), "--poll", "3", "--key-file", bed.KEY_FILE],
                           capture_output=True, text=True, check=False)
     leg["ready"] = json.loads(proc.stdout or "{}")
-    leg["ready"]["since_start_s"] = round(time.time() - server["started_at"], 1)
+    leg["ready"].update(since_start_s=round(time.time() - server["started_at"], 1), wait_s=wait_s)
+    leg["start"] = start_record(server)
     state["steps"].append({"name": "wait_ready_" + name, "rc": proc.returncode,
                            "seconds": round(time.monotonic() - started, 1)})
     bed.save_state(state)

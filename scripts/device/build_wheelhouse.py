@@ -30,8 +30,10 @@ PLATFORM_ARGS = ["--only-binary=:all:", "--no-deps", "--python-version", "3.12",
 
 # What each trimmed wheel leaves out (fnmatch on member names) and which shared objects lose debug symbols.
 TRIMS = {
-    # FlashAttention 3 (1.1 GB, imported lazily; the test uses triton attention) and the SM100 build.
-    "sglang-kernel": {"drop": ["sgl_kernel/flash_ops.abi3.so", "sgl_kernel/sm100/*"], "strip": []},
+    # FlashAttention 3 (1.1 GB, imported lazily; the test uses triton attention), the SM100 build and InfLLM-V2's
+    # attention (29 MB, loaded by infllm_v2/_loader.py only when that backend is called).
+    "sglang-kernel": {"drop": ["sgl_kernel/flash_ops.abi3.so", "sgl_kernel/sm100/*", "sgl_kernel/infllm_ops*.so"],
+                      "strip": []},
     # The static library is for C++ users; the bindings carry debug symbols.
     "xgrammar": {"drop": ["xgrammar/lib/*.a"], "strip": ["xgrammar/*.so"]},
     # Mistral's tokenizer vocabularies (the test model is not a Mistral model).

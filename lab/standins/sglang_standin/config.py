@@ -12,6 +12,9 @@ EX_CONFIG = 78  # bad stand-in config (sysexits.h EX_CONFIG); 2 stays reserved f
 
 CONFIG_DEFAULTS = {
     "startup_delay_s": 2.0,  # /health, /health_generate, /ready answer 503 this long; then warm-up, then ready
+    # a first start that compiles (what a real one does with empty Triton and FlashInfer caches): before the delay
+    # above, this long writing a kernel a second into $HOME/.triton/cache; a start that finds them there skips it
+    "first_start_compile_s": 0.0,
     "never_healthy": False,  # never finish starting: health stays 503, "fired up" is never printed
     "crash_after_s": None,  # exit 1 this many seconds after start, with a scheduler traceback in the log
     "exit_on_start": None,  # exit with this code right after "Load weight begin" (a crash while loading)
@@ -64,7 +67,8 @@ def load_config():
         raise ConfigError("%s: unknown key(s) %s; known: %s" % (path, ", ".join(unknown), ", ".join(CONFIG_DEFAULTS)))
     cfg.update(data)
     number = (int, float)
-    for key in ("startup_delay_s", "tokens_per_s", "accept_length", "noise_pct", "health_check_s", "error_pct"):
+    for key in ("startup_delay_s", "tokens_per_s", "accept_length", "noise_pct", "health_check_s", "error_pct",
+                "first_start_compile_s"):
         if isinstance(cfg[key], bool) or not isinstance(cfg[key], number) or cfg[key] < 0:
             raise ConfigError("%s: %s must be a number >= 0, not %r" % (path, key, cfg[key]))
     if cfg["tokens_per_s"] <= 0:

@@ -51,7 +51,29 @@ def warmup(server):
         die(1)
 
 
+def compile_caches(seconds):
+    """A first start's compiling, as the real one fills Triton's cache: a kernel folder a second under
+    $HOME/.triton/cache, then a marker that later starts find (and skip this)."""
+    cache = os.path.join(os.path.expanduser("~"), ".triton", "cache")
+    marker = os.path.join(cache, "standin-compiled")
+    if seconds <= 0 or os.path.exists(marker):
+        return
+    standin_note("first start: compiling for %s s into %s" % (seconds, cache))
+    started = time.monotonic()
+    kernel = 0
+    while time.monotonic() - started < seconds:
+        folder = os.path.join(cache, "standin-kernel-%d" % kernel)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "kernel.cubin"), "wb") as handle:
+            handle.write(b"stand-in kernel %d\n" % kernel)
+        kernel += 1
+        time.sleep(min(1.0, max(0.0, seconds - (time.monotonic() - started))))
+    with open(marker, "w", encoding="utf-8") as handle:
+        handle.write("%d kernels\n" % kernel)
+
+
 def become_ready(server):
+    compile_caches(server.cfg["first_start_compile_s"])
     delay = server.cfg["startup_delay_s"]
     time.sleep(delay)
     if server.cfg["never_healthy"]:

@@ -3,10 +3,16 @@
 
 Gives up early when the unit stops being active or restarts (a crash loop), and at the timeout. On a host
 without systemd (--pid instead of --unit), gives up when that process has exited.
-Prints JSON {ready, waited_s, reason, status}; exits 0 when ready, 1 otherwise.
+
+A first start after an install compiles (Triton's kernels, FlashInfer's JIT modules) before it serves. With
+--compile-dir, the timeout is the wait for a start that shows no compiling: past it, the wait goes on while the
+server compiles (a compiler runs among its processes, or a file under a compile dir was written within
+--compile-grace seconds), up to --max-timeout. A server that neither answers nor compiles is given up at the timeout.
+Prints JSON {ready, waited_s, reason, status, main_pid, compiling}; exits 0 when ready, 1 otherwise.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +34,60 @@ def process_state(pid):
     except (OSError, IndexError):
         state = "X"
     return {"ActiveState": "failed" if state in ("Z", "X") else "active", "NRestarts": "0", "MainPID": str(pid)}
+
+
+# What FlashInfer's JIT (ninja, nvcc and its stages) and torch's extension builds run as child processes.
+COMPILERS = frozenset(("ninja", "nvcc", "cicc", "ptxas", "nvlink", "fatbinary", "cudafe++", "cc1plus", "cc1",
+                       "gcc", "g++", "c++", "ld", "as"))
+
+
+def children(pid):
+    """{pid: command name} of every process below PID (its whole tree), read from /proc."""
+    parent, names = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, encoding="utf-8", errors="replace") as handle:
+                head, tail = handle.read().rsplit(")", 1)
+        except (OSError, ValueError):
+            continue
+        names[int(entry)] = head.split("(", 1)[-1]
+        parent[int(entry)] = int(tail.split()[1])
+    found, todo = {}, [pid]
+    while todo:
+        current = todo.pop()
+        for child, ppid in parent.items():
+            if ppid == current and child not in found:
+                found[child] = names[child]
+                todo.append(child)
+    return found
+
+
+def newest_write(folders):
+    """The newest modification time of any file or folder under FOLDERS (links not followed; 0 when none)."""
+    newest = 0.0
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            for name in dirs + files:
+                try:
+                    newest = max(newest, os.lstat(os.path.join(root, name)).st_mtime)
+                except OSError:
+                    pass
+    return newest
+
+
+def compiling(pid, folders, grace):
+    """Why the server counts as compiling now (a compiler among its processes, or a compile dir written within
+    GRACE seconds), or None."""
+    if pid:
+        running = sorted({name for name in children(pid).values() if name in COMPILERS})
+        if running:
+            return "%s running under pid %d" % (", ".join(running), pid)
+    ago = time.time() - newest_write(folders)
+    if folders and ago <= grace:
+        return "a compile cache written %d s ago" % max(ago, 0)
+    return None
 
 
 def probe(url, key):
@@ -52,7 +112,12 @@ def main():
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--poll", type=float, default=10)
     parser.add_argument("--key-file")
+    parser.add_argument("--compile-dir", action="append", default=[],
+                        help="a folder the server compiles into (Triton's cache, FlashInfer's workspace)")
+    parser.add_argument("--compile-grace", type=float, default=300)
+    parser.add_argument("--max-timeout", type=float, help="the longest wait while the server compiles")
     args = parser.parse_args()
+    limit = max(args.timeout, args.max_timeout or 0) if args.compile_dir else args.timeout
     key = None
     if args.key_file:
         with open(args.key_file, encoding="utf-8") as handle:
@@ -61,8 +126,8 @@ def main():
     name = "process %d" % args.pid if args.pid else "unit %s" % args.unit
     start = time.monotonic()
     first = state_of()
-    status, reason = None, None
-    while time.monotonic() - start < args.timeout:
+    status, reason, seen = None, None, None
+    while time.monotonic() - start < limit:
         status = probe(args.url, key)
         if status == 200:
             reason = "ready"
@@ -74,11 +139,18 @@ def main():
         if state.get("NRestarts") != first.get("NRestarts"):
             reason = "%s restarted (crashed) while loading" % name
             break
+        if args.compile_dir and time.monotonic() - start >= args.timeout:
+            now = compiling(int(state.get("MainPID") or 0), args.compile_dir, args.compile_grace)
+            if now is None:
+                reason = "no 200 from %s within %d s, and no compiling in the last %d s (last answer: %s)" % (
+                    args.url, time.monotonic() - start, args.compile_grace, status or "no connection")
+                break
+            seen = now
         time.sleep(args.poll)
     if reason is None:
-        reason = "no 200 from %s within %d s (last answer: %s)" % (args.url, args.timeout, status or "no connection")
+        reason = "no 200 from %s within %d s (last answer: %s)" % (args.url, limit, status or "no connection")
     result = {"ready": reason == "ready", "waited_s": round(time.monotonic() - start, 1), "reason": reason,
-              "status": status, "main_pid": state_of().get("MainPID")}
+              "status": status, "main_pid": state_of().get("MainPID"), "compiling": seen}
     print(json.dumps(result))
     return 0 if result["ready"] else 1
 

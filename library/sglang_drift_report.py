@@ -93,7 +93,7 @@ verdict:
   description: The run in one line, the worst status, how many hosts had each status and what the exit code means.
   returned: always
   type: str
-  sample: "drift: 2 hosts, 1 drift, 1 clean; exit code 1 (a host drifted, none failed or was unreachable)"
+  sample: "drift: 2 hosts, 1 clean, 1 drift; exit code 1 (a host drifted, none failed or was unreachable)"
 written:
   description: The files written (reports pruned from I(report_dir) are in I(pruned)).
   returned: always

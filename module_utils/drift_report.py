@@ -347,7 +347,7 @@ def render_text(report):
 
 def verdict_line(report):
     """The run in one line: the worst status, how many hosts had each status, and what the exit code means, e.g.
-    'drift: 2 hosts, 1 drift, 1 clean; exit code 1 (a host drifted, none failed or was unreachable)'."""
+    'drift: 2 hosts, 1 clean, 1 drift; exit code 1 (a host drifted, none failed or was unreachable)'."""
     hosts = report["hosts"]
     tally = {}
     for info in hosts.values():

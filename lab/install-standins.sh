@@ -11,6 +11,7 @@
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 host=${1:?usage: $0 HOST}
+[ -x "$LAB_ROOT/.venv/bin/python" ] || { echo "lab: no $LAB_ROOT/.venv (make setup)" >&2; exit 2; }
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 install -d "$stage/opt/sglang-standin" "$stage/srv/models" "$stage/etc/sglang-standin" \
@@ -32,22 +33,22 @@ install -m 0644 "$LAB_ROOT/tests/helpers/hf_standin.py" "$stage/opt/sglang-stand
 install -m 0644 "$LAB_ROOT/module_utils/sglang_cli_args.py" "$LAB_ROOT/module_utils/pkg_versions.py" \
   "$stage/opt/sglang-standin/"
 cp -R "$LAB_DIR/models/kimi-k2.5-standin" "$LAB_DIR/models/kimi-k2.5-eagle3-standin" "$stage/srv/models/"
-write_manifest() {  # write_manifest DIR FILE: the manifest sglang_model checks a revision against
-  python3 - "$1" "$2" <<'PY'
-import hashlib, json, os, sys
-root = sys.argv[1]
-files = [{"name": name, "size": os.path.getsize(os.path.join(root, name)),
-          "sha256": hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest()}
-         for name in sorted(os.listdir(root))]
-with open(sys.argv[2], "w") as handle:
-    json.dump({"files": files}, handle, indent=1)
+# The manifest sglang_model checks a revision against, written by the sglang_model_manifest module's own code
+# (module_utils/model_manifest_writer.py, in the checkout's venv): every file but the manifest itself.
+write_manifest() {  # write_manifest DIR FILE
+  "$LAB_ROOT/.venv/bin/python" - "$LAB_ROOT/module_utils" "$1" "$2" <<'PY'
+import sys
+import ansible.module_utils
+ansible.module_utils.__path__.append(sys.argv[1])
+from ansible.module_utils import model_manifest_writer
+model_manifest_writer.make(sys.argv[2], sys.argv[3])
 PY
 }
 for model in kimi-k2.5-standin kimi-k2.5-eagle3-standin; do
   served="$stage/srv/model-mirror/$model/$LAB_MODEL_REVISION"
   mkdir -p "$served"
   cp -R "$LAB_DIR/models/$model/." "$served/"
-  write_manifest "$served" "$served/manifest.json"   # the folder is listed before the file is made
+  write_manifest "$served" "$served/manifest.json"
   # The same revision staged by other means, for the path source (molecule's collection scenario).
   write_manifest "$stage/srv/models/$model" "$stage/srv/models/$model.manifest.json"
 done

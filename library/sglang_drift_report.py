@@ -86,9 +86,14 @@ hosts:
   type: dict
   sample: {"gpu1": {"status": "drift", "counts": {"unit": 1}}}
 summary:
-  description: The text summary.
+  description: The text summary (its last line is I(verdict)).
   returned: always
   type: str
+verdict:
+  description: The run in one line, the worst status, how many hosts had each status and what the exit code means.
+  returned: always
+  type: str
+  sample: "drift: 2 hosts, 1 clean, 1 drift; exit code 1 (a host drifted, none failed or was unreachable)"
 written:
   description: The files written (reports pruned from I(report_dir) are in I(pruned)).
   returned: always
@@ -163,7 +168,8 @@ def main():
     wanted = [params[key] for key in ("json", "prom", "summary") if params[key]] + (
         [params["report_dir"]] if params["report_dir"] else [])
     module.exit_json(changed=bool(written or (module.check_mode and wanted)), status=report["status"],
-                     exit_code=report["exit_code"], hosts=hosts, summary=text, written=written, pruned=pruned,
+                     exit_code=report["exit_code"], hosts=hosts, summary=text,
+                     verdict=drift_report.verdict_line(report), written=written, pruned=pruned,
                      **({"would_write": wanted} if module.check_mode else {}))
 
 

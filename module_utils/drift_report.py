@@ -38,7 +38,8 @@ item under a category.
 
 Outputs
 -------
-stdout: one line per host (status and counts, or the first error), then each item with its summary and diff.
+stdout: one line per host (status and counts, or the first error), then each item with its summary and diff, then
+the verdict: how many hosts had each status, and what the exit code means.
 ``--json FILE``: the report (``generated_at``, ``timestamp``, ``status``, ``exit_code``, ``run``, ``hosts``: per
 host ``status``, ``stats``, ``counts`` per category, ``errors``, ``items``, ``checks``, ``ignored_failures``;
 ``items``: every host's items, each with ``host``, ``task``, ``kind`` (change, probe, error, unreachable),
@@ -66,6 +67,9 @@ from ansible.module_utils.drift_categories import CATEGORIES
 
 STATUS_VALUES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 3}
 EXIT_CODES = {"clean": 0, "drift": 1, "error": 2, "unreachable": 2}
+# What each exit code says, for the verdict line (a code is not a count).
+EXIT_MEANINGS = {0: "every host clean", 1: "a host drifted, none failed or was unreachable",
+                 2: "a host failed or was unreachable, or no host ran"}
 DEFAULT_KEEP = 30
 REPORT_NAME = re.compile(r"^drift-\d{8}T\d{6}Z(?:-\d+)?\.json$")
 
@@ -336,14 +340,25 @@ def render_text(report):
             lines.append("    " + line)
         if item["diff_omitted"]:
             lines.append("    ... %d more diff line(s)" % item["diff_omitted"])
+    lines.append("")
+    lines.append(verdict_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def verdict_line(report):
+    """The run in one line: the worst status, how many hosts had each status, and what the exit code means, e.g.
+    'drift: 2 hosts, 1 clean, 1 drift; exit code 1 (a host drifted, none failed or was unreachable)'."""
+    hosts = report["hosts"]
     tally = {}
     for info in hosts.values():
         tally[info["status"]] = tally.get(info["status"], 0) + 1
-    lines.append("")
-    lines.append("%s: %s (exit %d)" % (report["status"], ", ".join(
-        "%d %s" % (tally[status], status) for status in STATUS_VALUES if status in tally) or "no hosts",
-        report["exit_code"]))
-    return "\n".join(lines) + "\n"
+    if hosts:
+        counted = "%d host%s, %s" % (len(hosts), "" if len(hosts) == 1 else "s", ", ".join(
+            "%d %s" % (tally[status], status) for status in STATUS_VALUES if status in tally))
+    else:
+        counted = "no hosts"
+    return "%s: %s; exit code %d (%s)" % (report["status"], counted, report["exit_code"],
+                                          EXIT_MEANINGS[report["exit_code"]])
 
 
 def _label_value(value):

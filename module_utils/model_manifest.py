@@ -8,7 +8,8 @@ module_utils/model_store.py use it):
   verified copy, module_utils/model_peer.py).
 * ``parse_manifest``: a manifest (JSON ``{"files": [{"name", "size", "sha256"}, ...]}``) validated, with file
   names that cannot leave the revision's directory; ``manifest_digest`` is one sha256 over it (name, size, sha256
-  of every file, sorted), the value a deployment records and compares.
+  of every file, sorted), the value a deployment records and compares; ``manifest_text`` the file's text as
+  module_utils/model_manifest_writer.py writes it.
 * ``verify_dir``: every file of a manifest in a directory, by size (a stat) or in full (sha256), and the first
   problem named.
 * ``space_problem``: whether the bytes still to fetch plus a margin fit the free space, with the figures.
@@ -170,6 +171,13 @@ def manifest_digest(files):
     canon = json.dumps([[f["name"], f["size"], f["sha256"]] for f in sorted(files, key=lambda f: f["name"])],
                        separators=(",", ":"))
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+def manifest_text(files):
+    """The manifest's text for FILES: the JSON parse_manifest reads, sorted by name, one key per line."""
+    entries = [{"name": f["name"], "size": f["size"], "sha256": f["sha256"]}
+               for f in sorted(files, key=lambda f: f["name"])]
+    return json.dumps({"files": entries}, indent=1)
 
 
 def total_bytes(files):

@@ -359,7 +359,8 @@ def test_drift_check_runs_the_dry_run_and_writes_the_report(installed, fleet):
     assert {host: info["status"] for host, info in report["hosts"].items()} == {"node-a": "clean", "node-b": "drift"}
     assert "drift reports: %s" % fleet["reports"] in result.stdout  # a line says where
     assert "node-b  drift" in result.stdout and "-edited" in result.stdout  # the summary, with the diff
-    assert "drift check: drift (exit code 1" in result.stdout
+    assert ("drift check: drift: 2 hosts, 1 clean, 1 drift; exit code 1 (a host drifted, none failed or was "
+            "unreachable)") in result.stdout
     assert len(list(fleet["reports"].glob("drift-*.json"))) == 1 and (fleet["reports"] / "summary.txt").is_file()
     assert os.listdir(fleet["inventory"]) == ["hosts.yml"]  # nothing written beside the inventory
     assert (fleet["inventory"].parent / "node-b.txt").read_text(encoding="utf-8") == "edited\n"  # a dry run

@@ -58,3 +58,29 @@ def test_drift_check_fail_on_drift_false_reports_and_succeeds(tmp_path):
         inventory=str(tmp_path / "hosts.yml"))
     assert rc == 0, task_results(outer, "gpu1")
     assert json.loads((tmp_path / "r" / "latest.json").read_text(encoding="utf-8"))["exit_code"] == 1
+
+
+def test_a_clean_check_changes_nothing_under_the_hosts_name_and_the_verdict_counts_hosts(tmp_path):
+    """The report's tasks run on this control node under the first host's name: they are named as the control
+    node's and counted as no change, so a clean check's recap says changed=0; the verdict counts hosts by status
+    and says what the exit code means."""
+    unit = tmp_path / "sglang.service"
+    unit.write_text("[Service]\n", encoding="utf-8")
+    one_local_host(tmp_path, unit)
+    args = {"sglang_hosts": "gpu_nodes", "drift_check_playbook": str(tmp_path / "drift.yml"),
+            "drift_check_report_dir": str(tmp_path / "reports")}
+    rc, outer = run_playbook("playbooks/drift_check.yml", args, inventory=str(tmp_path / "hosts.yml"))
+    assert rc == 0, task_results(outer, "gpu1")
+    assert outer["stats"]["gpu1"]["changed"] == 0, task_results(outer, "gpu1")
+    assert (tmp_path / "reports" / "latest.json").is_file()
+    names = [task["task"]["name"] for task in outer["plays"][-1]["tasks"]]
+    assert outer["plays"][-1]["play"]["name"] == "Drift check and report" and names, names
+    assert all(name.startswith("Control node: ") for name in names), names
+    assert task_results(outer, "gpu1")[-1][1]["msg"] == "drift check: clean: 1 host, 1 clean; exit code 0 (every " \
+                                                        "host clean)"
+    unit.write_text("[Service]\nTimeoutStopSec=1\n", encoding="utf-8")
+    rc, outer = run_playbook("playbooks/drift_check.yml", args, inventory=str(tmp_path / "hosts.yml"))
+    assert rc == 2 and outer["stats"]["gpu1"]["changed"] == 0
+    assert task_results(outer, "gpu1")[-1][1]["msg"] == (
+        "drift check: drift: 1 host, 1 drift; exit code 1 (a host drifted, none failed or was unreachable); report "
+        "%s/latest.json" % (tmp_path / "reports"))

@@ -119,7 +119,7 @@ def test_clean_run():
     assert report["hosts"]["gpu1"]["checks"][0]["item"] == "sglang.service"
     text = dr.render_text(report)
     assert text.splitlines()[0].split() == ["gpu1", "clean"]
-    assert text.rstrip().endswith("clean: 2 clean (exit 0)")
+    assert text.rstrip().endswith("clean: 2 hosts, 2 clean; exit code 0 (every host clean)")
 
 
 @pytest.mark.parametrize("statuses, code, overall", [
@@ -134,10 +134,24 @@ def test_exit_codes(statuses, code, overall):
     assert dr.exit_code(hosts) == code and dr.overall_status(hosts) == overall
 
 
+@pytest.mark.parametrize("statuses, line", [
+    (["clean"], "clean: 1 host, 1 clean; exit code 0 (every host clean)"),
+    (["drift", "clean", "drift"], "drift: 3 hosts, 1 clean, 2 drift; exit code 1 (a host drifted, none failed or was "
+                                  "unreachable)"),
+    (["unreachable", "drift", "error"], "unreachable: 3 hosts, 1 drift, 1 error, 1 unreachable; exit code 2 (a host "
+                                        "failed or was unreachable, or no host ran)"),
+])
+def test_the_verdict_counts_hosts_by_status_and_says_what_the_exit_code_means(statuses, line):
+    hosts = {"h%d" % index: {"status": status} for index, status in enumerate(statuses)}
+    report = {"hosts": hosts, "status": dr.overall_status(hosts), "exit_code": dr.exit_code(hosts)}
+    assert dr.verdict_line(report) == line
+
+
 def test_no_hosts_is_an_error():
     run = run_of([], {})
     assert dr.build_report(run, NOW)["exit_code"] == 2
-    assert "no hosts" in dr.render_text(dr.build_report(run, NOW))
+    assert dr.render_text(dr.build_report(run, NOW)).rstrip().endswith(
+        "error: no hosts; exit code 2 (a host failed or was unreachable, or no host ran)")
 
 
 def test_error_counts_only_the_failure_the_recap_counts():

@@ -2,8 +2,12 @@
 serve, and the server loads each model through its current link in sglang_model's default models directory."""
 import os
 import re
+import shutil
+import subprocess
 
 import yaml
+
+from ansible.module_utils import model_manifest as mm
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -42,3 +46,19 @@ def test_lab_gpu2_copies_the_same_revisions_from_lab_gpu1_over_ssh():
     hosts = yaml.safe_load(read("inventories", "lab", "hosts.yml"))["lab"]
     assert "lab-gpu1" in hosts["children"]["blackwell"]["hosts"]
     assert hosts["vars"]["sglang_model_peer_address"] == "{{ inventory_hostname }}"
+
+
+def test_the_lab_writes_its_manifests_with_the_modules_code_and_the_fetch_reads_them(tmp_path):
+    function = re.search(r"^write_manifest\(\) \{.*?^\}$", read("lab", "install-standins.sh"), re.M | re.S).group(0)
+    assert "model_manifest_writer.make(" in function
+    source = os.path.join(REPO, "lab", "models", "kimi-k2.5-standin")
+    served, staged = str(tmp_path / "served"), str(tmp_path / "staged")
+    shutil.copytree(source, served)
+    shutil.copytree(source, staged)
+    subprocess.run(["bash", "-c", function + '\nwrite_manifest "$1" "$1/manifest.json"\nwrite_manifest "$2" "$2.json"',
+                    "write_manifest", served, staged], env=dict(os.environ, LAB_ROOT=REPO), check=True)
+    for folder, manifest in ((served, os.path.join(served, "manifest.json")), (staged, staged + ".json")):
+        with open(manifest, "rb") as handle:
+            files = mm.parse_manifest(handle.read(), manifest)
+        assert [entry["name"] for entry in files] == sorted(os.listdir(source))
+        assert mm.verify_dir(folder, files, "full") == []

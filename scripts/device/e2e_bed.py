@@ -65,7 +65,8 @@ PROMPTS = ["the model reads the bridge", "a quick answer to the question", "toke
 GREEDY_TOKENS = 8  # new tokens per prompt in the greedy comparison of the legs
 API_LOG = "/var/lib/sglang/flashinfer-api-%i.log"
 # Readiness: the first server start on a machine fills the compile caches (measured: start_timeline.py), later ones
-# find them full. Both waits are the test bed's; the roles' own rule is sglang_server's (docs/first-start.md).
+# find them full. Both waits are the test bed's; the roles' own rule is sglang_server's (docs/server.md, "The first
+# start after an install").
 FIRST_READY_S = int(os.environ.get("E2E_FIRST_READY_S") or 1500)
 READY_S = int(os.environ.get("E2E_READY_S") or 420)
 STARTED_ONCE = os.path.join(STATE_DIR, "servers-started")  # one line per server start on this machine

@@ -25,7 +25,8 @@ def test_a_start_that_built_the_fused_kernel_spent_its_time_before_the_fusion_wo
 
 
 def test_a_later_start_of_the_same_unit_spent_its_time_capturing_cuda_graphs():
-    spans = {(span["from"], span["to"]): span["seconds"] for span in start_timeline.phases(capture_lines("spec_fusion"))}
+    spans = {(span["from"], span["to"]): span["seconds"]
+             for span in start_timeline.phases(capture_lines("spec_fusion"))}
     assert spans[("kv_cache_allocated", "fusion_workspace_ready")] == 0
     assert spans[("cuda_graphs_capturing", "cuda_graphs_captured")] == 37
     assert max(spans.values()) == 37

@@ -22,12 +22,13 @@ def test_the_readme_block_is_what_the_fixtures_say():
 def test_the_one_gpu_run_fills_its_column_and_names_the_leg_it_could_not_run():
     evidence = figures.evidence_of("h200x1_sglang_e2e.json")
     table = rows(figures.render())
-    assert table["EAGLE-3 + fusion"] == ["not run: 1 GPU", "not run", "not run"]
+    assert table["EAGLE-3 + fusion"] == ["not run: 1 GPU", "not run", "not run", "not run"]
     plain = next(leg for leg in evidence["legs"] if leg["name"] == "plain")
     assert table["no speculation"][0] == "%.1f tok/s; %d/%d completed" % (
         plain["output_tok_s"], plain["completed"], plain["num_prompts"])
-    assert table["`/health_generate`"] == [str(evidence["health_generate_status"]), "not run", "not run"]
-    assert table["real server through the roles"] == ["1 x H200", "2 x H200", "2 ranks on 1 x H200 (rehearsal)"]
+    assert table["`/health_generate`"] == [str(evidence["health_generate_status"]), "not run", "not run", "not run"]
+    assert table["real server through the roles"] == ["1 x H200", "2 x H200", "2 ranks on 1 x H200 (rehearsal)",
+                                                   "2 ranks on 1 x H200, MLA draft (rehearsal)"]
 
 
 def test_a_two_gpu_run_takes_its_column_and_a_stale_readme_is_refused(tmp_path, monkeypatch):
@@ -42,7 +43,7 @@ def test_a_two_gpu_run_takes_its_column_and_a_stale_readme_is_refused(tmp_path, 
     assert figures.main([]) == 0 and figures.main(["--check"]) == 0
     table = rows(readme.read_text())
     assert table["EAGLE-3 + fusion"][1].startswith("333.3 tok/s")
-    assert table["fusion log line (role's proof)"] == ["none (no fusion leg)", "logged, proof rc 0", "not run"]
+    assert table["fusion log line (role's proof)"] == ["none (no fusion leg)", "logged, proof rc 0", "not run", "not run"]
     assert "EAGLE-3 + fusion 1.000" in table["greedy outputs equal to the plain leg's"][1]
     assert "`h200x1_sglang_e2e.json`, `h200x2_sglang_e2e.json`" in readme.read_text()
 
@@ -57,9 +58,19 @@ def test_a_rehearsal_takes_its_own_column_with_the_kernels_calls_the_proof_and_t
     run.update(tp_size=2, ranks_per_gpu=2, mode="shared-gpu rehearsal", legs=legs, legs_not_run=[],
                greedy_match={"spec_fusion": 1.0, "spec_nofusion": 1.0, "control": 1.0,
                              "spec_fusion_vs_spec_nofusion": 1.0}, gate_correctness={})
-    (fixtures / "h200x1_shared2_sglang_e2e.json").write_text(json.dumps(run))
+    run.update(first_start={"leg": "spec_fusion", "ready_s": 412.4, "phases": [
+        {"from": "kv_cache_allocated", "to": "fusion_workspace_ready", "seconds": 325},
+        {"from": "cuda_graphs_capturing", "to": "cuda_graphs_captured", "seconds": 48},
+        {"from": "weights_loading", "to": "weights_loaded", "seconds": 1}]},
+               later_starts_ready_s={"plain": 51.2, "control": 60.0})
+    (fixtures / "h100x1_shared2_sglang_e2e.json").write_text(json.dumps(run))  # an H100 ran this one
     assert figures.main([]) == 0
     table = rows(readme.read_text())
+    assert table["real server through the roles"][2] == "2 ranks on 1 x H100 (rehearsal)"
+    assert table["first server start on the machine (compile caches empty)"][2] == (
+        "spec_fusion: 412 s to ready (longest: kv_cache_allocated to fusion_workspace_ready 325 s, "
+        "cuda_graphs_capturing to cuda_graphs_captured 48 s)")
+    assert table["later starts, seconds to ready"][2] == "control 60 s, plain 51 s"
     assert "fused kernel calls 736; proof passed" in table["EAGLE-3 + fusion"][2]
     assert "fused kernel calls 0; proof failed" in table["control: fusion unit, patch reverted"][2]
     assert table["control: fusion unit, patch reverted"][:2] == ["-", "not run"]

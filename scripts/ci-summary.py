@@ -88,8 +88,12 @@ def format_items(items, tests, tasks):
     lines = ["== ci: slowest %d of %d pytest tests and %d Ansible tasks (wall s, lane, step or file, item;"
              " a/b is playbook b run by a task of step a, its time inside that task's too):"
              % (len(items), tests, tasks)]
+    # Columns as wide as their longest entry (a test file's path, a nested step), up to a limit.
+    lane = min(max([len(item.lane) for item in items] or [0]), 24)
+    where = min(max([len(item.where) for item in items] or [0]), 64)
     for item in items:
-        lines.append("   %7.1f  %-26s %-34s %s" % (item.seconds, item.lane[:26], item.where[:34], item.name[:140]))
+        lines.append("   %7.1f  %-*s  %-*s  %s" % (item.seconds, lane, item.lane[:lane], where, item.where[:where],
+                                                  item.name[:140]))
     return lines
 
 

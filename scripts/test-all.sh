@@ -11,6 +11,9 @@
 # lower priority (nice 10) so its tasks are not queued behind them (both still finish well before it).
 # Every lane runs to its end even when another failed; each lane's output is printed whole when it ends, and the
 # stage lines (wall and CPU seconds) again at the end. CI_PYTEST_WORKERS sets pytest's workers (0: no xdist).
+# Where the time goes, as data in reports/ci: pytest's durations (pytest-junit.xml), each Ansible task's of the
+# molecule lanes and the per-role tests (task-times/, scripts/ci_callbacks/ci_task_times.py); the end of the log
+# (scripts/ci-summary.py) lists the slowest twenty of them, the stages, and the total against the 30-minute budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -18,6 +21,7 @@ export ANSIBLE_CONFIG="$PWD/ansible.cfg"
 export CI_LOGS="$PWD/reports/ci"
 rm -rf "$CI_LOGS"
 . scripts/ci-stage.sh
+ci_start=$SECONDS
 
 ci_stage setup ./scripts/setup-dev.sh
 ci_stage host-deps ./lab/install-host-deps.sh
@@ -26,17 +30,27 @@ lab_prep() {
   ./lab/build-image.sh && ./lab/ssh-key.sh && ./lab/fill-wheelhouse.sh
 }
 
+# Each task's time of the ansible-playbook runs COMMAND makes (nested ones included), under LABEL in
+# $CI_LOGS/task-times: only in the lanes named here, so no other test's Ansible output changes.
+with_task_times() {
+  local label=$1
+  shift
+  ANSIBLE_CALLBACK_PLUGINS="$PWD/scripts/ci_callbacks" ANSIBLE_CALLBACKS_ENABLED=ci_task_times \
+    CI_TASK_TIMES_DIR="$CI_LOGS/task-times" CI_TASK_TIMES_LABEL="$label" "$@"
+}
+
 # molecule prints no time per step: ci-molecule-steps.py adds a stage line for each.
 molecule_test() {
-  molecule test -s "$1" 2>&1 | python scripts/ci-molecule-steps.py "molecule-$1"
+  with_task_times "molecule-$1" molecule test -s "$1" 2>&1 | python scripts/ci-molecule-steps.py "molecule-$1"
 }
 
 pytest_run() {
   local workers=${CI_PYTEST_WORKERS:-2}
+  local timing=(--durations=20 --junitxml="$CI_LOGS/pytest-junit.xml" -o junit_duration_report=total)
   if [ "$workers" -gt 0 ]; then
-    nice -n 10 python -m pytest -n "$workers" --dist loadfile --durations=15
+    nice -n 10 python -m pytest -n "$workers" --dist loadfile "${timing[@]}"
   else
-    nice -n 10 python -m pytest --durations=15
+    nice -n 10 python -m pytest "${timing[@]}"
   fi
 }
 
@@ -54,7 +68,7 @@ molecule_drift_then_collection() {
   local rc=0
   molecule_test drift || rc=1
   molecule_test collection || rc=1
-  ci_stage roles ./lab/test-roles.sh || rc=1
+  ci_stage roles with_task_times roles ./lab/test-roles.sh || rc=1
   return $rc
 }
 
@@ -76,7 +90,8 @@ for lane in molecule-default molecule-drift+collection; do
   fi
 done
 
-ci_summary
+# The slowest twenty items, the stages and the total against the budget (a figure: the clock fails nothing).
+python scripts/ci-summary.py --total "$((SECONDS - ci_start))" || ci_summary
 if [ "${#skipped[@]}" -gt 0 ]; then
   echo "== ci: not run (what they need failed): ${skipped[*]}"
 fi

@@ -22,9 +22,9 @@ EIGHT = dict(GPUS, gpu_count=8, gpus=[{"index": i, "name": NAME} for i in range(
 
 
 @pytest.fixture
-def host(tmp_path):
-    venv = wheels.make_venv(str(tmp_path / "venv"), wheels.wheel("sglang", "0.5.23"),
-                            wheels.wheel("flashinfer-python", "0.7.2"))
+def host(tmp_path, pristine_venv_of):
+    # Each test patches its venv: a copy of one made once.
+    venv = wheels.copy_venv(pristine_venv_of(("sglang", "0.5.23"), ("flashinfer-python", "0.7.2")), tmp_path / "venv")
     standin = canary_standin.make(tmp_path / "standin", "fusion")
     (tmp_path / "home").mkdir()  # sglang_install makes the service user's home
     model = tmp_path / "model"  # Kimi-K2.5 keeps its hidden size under text_config

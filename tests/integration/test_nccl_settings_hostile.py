@@ -16,8 +16,9 @@ FACTS = {"nvlink": False, "all_p2p_ok": True, "gpu_count": 2,
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory):
-    return wheels.make_venv(str(tmp_path_factory.mktemp("nccl-hostile") / "venv"), wheels.wheel("sglang", "0.5.21"))
+def venv(tmp_path_factory, pristine_venv_of):
+    # One test writes settings into it for real: this module's own copy.
+    return wheels.copy_venv(pristine_venv_of(("sglang", "0.5.21")), tmp_path_factory.mktemp("nccl-hostile") / "venv")
 
 
 def tree(*roots):

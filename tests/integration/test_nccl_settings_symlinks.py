@@ -6,7 +6,6 @@ import stat
 
 import pytest
 
-from tests.helpers import wheels
 from tests.helpers.ansible_run import run_module
 
 pytestmark = pytest.mark.wheels
@@ -17,8 +16,8 @@ FACTS = {"nvlink": False, "all_p2p_ok": True, "gpu_count": 2,
 
 
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    return wheels.make_venv(str(tmp_path_factory.mktemp("nccl-links") / "venv"), wheels.wheel("sglang", "0.5.21"))
+def pristine(pristine_venv_of):
+    return pristine_venv_of(("sglang", "0.5.21"))  # only copied
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ PHB_FACTS = {"nvlink": False, "all_p2p_ok": True, "gpu_count": 2,
 
 
 @pytest.fixture(scope="module")
-def venv(tmp_path_factory):
-    return wheels.make_venv(str(tmp_path_factory.mktemp("nccl") / "venv"), wheels.wheel("sglang", "0.5.21"))
+def venv(tmp_path_factory, pristine_venv_of):
+    # The tests deliver settings into it: this module's own copy.
+    return wheels.copy_venv(pristine_venv_of(("sglang", "0.5.21")), tmp_path_factory.mktemp("nccl") / "venv")
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import shutil
 
 import pytest
 
-from tests.helpers import wheels
 from tests.helpers.ansible_run import REPO, failure, run_module, run_playbook, task_results
 
 PLAYBOOK = "tests/playbooks/role_tasks_local.yml"
@@ -24,8 +23,8 @@ PHB_FACTS = {"count": 2, "topology": {"nvlink": False, "pcie_path": "PHB"}}
 
 
 @pytest.fixture(scope="module")
-def wheel_venv(tmp_path_factory):
-    return wheels.make_venv(str(tmp_path_factory.mktemp("prediction") / "venv"), wheels.wheel("sglang", "0.5.21"))
+def wheel_venv(pristine_venv_of):
+    return pristine_venv_of(("sglang", "0.5.21"))  # only copied
 
 
 @pytest.fixture

@@ -75,7 +75,8 @@ def catalog(root, load):
 
 
 def _load_yaml(path):
-    return DataLoader().load_from_file(path) if os.path.isfile(path) else None
+    """A role's YAML as Ansible loads it for the role: its defaults are templates (trusted as Ansible trusts them)."""
+    return DataLoader().load_from_file(path, trusted_as_template=True) if os.path.isfile(path) else None
 
 
 # Read once a run, when Ansible imports this plugin in its main process: the worker it forks for each host inherits

@@ -48,8 +48,8 @@ def mentioned(text, prefixes):
     or register, their published results included."""
     if not prefixes:
         return set()
-    pattern = r"(?<![A-Za-z0-9_])(?:%s)[A-Za-z0-9_]*" % "|".join(re.escape(p) for p in sorted(prefixes, key=len,
-                                                                                                  reverse=True))
+    longest_first = sorted(prefixes, key=len, reverse=True)
+    pattern = r"(?<![A-Za-z0-9_])(?:%s)[A-Za-z0-9_]*" % "|".join(re.escape(prefix) for prefix in longest_first)
     return set(re.findall(pattern, text))
 
 
@@ -100,8 +100,8 @@ def parallel_problems(tp_size, ep_size, gpu_count, nodes=1):
         tp = gpu_count
     ep = None
     if ep_size is not None:
-        ep, found = _count("--ep-size in sglang_server_extra_args", ep_size, "experts spread over the "
-                                                                              "tensor-parallel ranks")
+        ep, found = _count("--ep-size in sglang_server_extra_args", ep_size,
+                           "experts spread over the tensor-parallel ranks")
         problems += found
     if tp is not None and gpu_count is not None:
         gpus = gpu_count * max(1, nodes)

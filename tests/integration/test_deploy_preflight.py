@@ -1,7 +1,7 @@
 """playbooks/deploy.yml's one preflight through real ansible-playbook: a local host named into the play's group, its
 GPUs read by the nvidia-smi stand-in (a 2-GPU capture profile). Every mistake is named in one message by the first
 task that can fail, before any role runs and with nothing changed; only refused inputs run here (accepted ones would
-deploy onto this machine)."""
+deploy onto this machine: each inventory also holds a listen address the next check refuses)."""
 import os
 
 import yaml
@@ -14,9 +14,11 @@ TASK = "Check every role's inputs before any host changes"
 
 def deploy(tmp_path, variables, profile="rtxpro6000-2x-pcie", extra=()):
     inventory = tmp_path / "hosts.yml"
+    # A listen address sglang_server's settings check refuses (the task after the preflight): should the preflight
+    # let the inputs pass, the run still stops before any role changes this machine.
     inventory.write_text(yaml.safe_dump({"blackwell": {"hosts": {"gpu-a": dict(
         variables, ansible_connection="local", ansible_python_interpreter="{{ ansible_playbook_python }}",
-        gpu_preflight_nvidia_smi=STANDIN, sglang_server_model_path="/srv/models/m")}}}))
+        gpu_preflight_nvidia_smi=STANDIN, sglang_server_model_path="/srv/models/m", sglang_server_host="0.0.0.0")}}}))
     rc, report = run_playbook("deploy.yml", dict(extra), inventory=str(inventory),
                               env={"NVIDIA_SMI_STANDIN_PROFILE_DIR": os.path.join(PROFILES, profile)})
     ran = task_results(report, "gpu-a")

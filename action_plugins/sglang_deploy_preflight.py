@@ -94,13 +94,19 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _supports_async = False
 
-    def _value(self, name, task_vars, defaults):
-        """What a role will see as NAME on this host: its variable, else the role's default; templated."""
-        raw = task_vars[name] if name in task_vars else defaults.get(name)
-        try:
-            return self._templar.template(raw)
-        except AnsibleError:  # a value naming what only a role's run defines: its role checks it there
-            return None
+    def _values(self, task_vars, defaults):
+        """value(NAME): what a role will see as NAME on this host, its variable, else the role's default, templated
+        with the roles' defaults under the host's variables (a default names others: sglang_layout_current)."""
+        variables = dict(defaults)
+        variables.update(task_vars)
+        templar = self._templar.copy_with_new_env(available_variables=variables)
+
+        def value(name):
+            try:
+                return templar.template(variables.get(name))
+            except AnsibleError:  # a value naming what only a role's run defines: its role checks it there
+                return None
+        return value
 
     def _lock(self, path):
         """(path, text) of a lock on the controller; (path, None) where there is none to read (its role says so)."""
@@ -144,9 +150,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         found = catalog(collection_root(), _load_yaml)
 
-        def value(name):
-            return self._value(name, task_vars, found["defaults"])
-
+        value = self._values(task_vars, found["defaults"])
         gpu_facts, read = self._gpu_facts(value("gpu_preflight_nvidia_smi"), task_vars)
         if gpu_facts is None:
             result.update(read)

@@ -125,14 +125,19 @@ def nccl_problems(settings, server_environment, gpu_facts):
     inherited = nt.server_nccl(server_environment)
     shape = nt.check_settings(settings or {}) + nt.check_settings(inherited)
     if shape:
-        return ["nccl_tuning_settings: %s" % problem for problem in shape]
+        return ["nccl_tuning_settings or sglang_install_environment: %s" % problem for problem in shape]
     effective = ns.normalize(settings)
     facts = gpu_facts or {}
     context = ns.Context(nvlink=bool(facts.get("nvlink")), gpu_count=facts.get("gpu_count"))
     values = dict({name: str(value) for name, value in inherited.items()},
                   **{name: spec["value"] for name, spec in effective.items()})
     errors, _warnings = ns.validate(values, context)
-    return ["nccl_tuning_settings: %s" % problem for problem in nt.conflicts(inherited, effective) + errors]
+
+    def origin(problem):  # the variable that holds the NCCL name a problem starts with
+        name = re.match(r"NCCL_[A-Z0-9_]*", problem)
+        inherited_only = name and name.group(0) in inherited and name.group(0) not in effective
+        return "sglang_install_environment" if inherited_only else "nccl_tuning_settings"
+    return ["%s: %s" % (origin(problem), problem) for problem in nt.conflicts(inherited, effective) + errors]
 
 
 def _normalized(name):

@@ -157,7 +157,12 @@ def test_nccl_names_and_values_are_checked_as_nccl_tuning_checks_them():
     assert len(bad_value) == 1 and bad_value[0].startswith("nccl_tuning_settings: NCCL_P2P_LEVEL")
     # The server's runtime environment reaches the same processes: checked with the settings.
     inherited = dp.nccl_problems({}, {"NCCL_PROTOO": "simple", "OTHER": "x"}, {})
-    assert len(inherited) == 1 and "NCCL_PROTOO" in inherited[0] and "NCCL_PROTO?" in inherited[0]
+    assert len(inherited) == 1 and inherited[0].startswith("sglang_install_environment: NCCL_PROTOO")
+    assert "NCCL_PROTO?" in inherited[0]
+    # Set in both with other values: the unit's later file would win unseen.
+    both = dp.nccl_problems({"NCCL_P2P_LEVEL": "PHB"}, {"NCCL_P2P_LEVEL": "SYS"}, {})
+    assert both == ["nccl_tuning_settings: NCCL_P2P_LEVEL is SYS in the server's runtime environment "
+                    "(sglang_install_environment) and PHB here: set it in one place"]
     assert dp.nccl_problems({}, ["not", "a", "mapping"], {}) == [
         "sglang_install_environment must be a mapping of NAME: value"]
 

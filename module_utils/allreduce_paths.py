@@ -463,9 +463,9 @@ def canary_state(record_text, key, record_path, kernel="pcie_ipc"):
     gpus = (key.get("gpu") or {}).get("gpus") if key.get("gpu") is not None else None
     if gpus is not None and len(gpus) < key["world_size"]:
         return dict(state, state="cannot_run", why=(
-            "its canary runs one process per GPU of the server's tensor-parallel group (%d) and this host has %d "
-            "(nvidia_gpu: run gpu_preflight first; a server spread over hosts cannot use %s)"
-            % (key["world_size"], len(gpus), kernel)))
+            "its canary runs one process per GPU of the server's tensor-parallel group (%d) on this host, which has "
+            "%d: the tensor-parallel size (sglang_server_tp_size) is above the host's GPU count, and a server "
+            "spread over hosts cannot use %s" % (key["world_size"], len(gpus), kernel)))
     try:
         record = json.loads(record_text) if record_text is not None else None
     except ValueError:

@@ -30,7 +30,7 @@ UNIT_SPECIAL = {
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]*")
 _HOST = re.compile(r"[A-Za-z0-9.:_-]+")
-_DIGITS = re.compile(r"[0-9]+")
+_DIGITS = re.compile(r"-?[0-9]+")
 _ENV_NAME = _IDENTIFIER
 # More digits than any port, size or count needs.
 _MAX_DIGITS = 18
@@ -219,12 +219,14 @@ def integer(name, value, low=None, high=None):
     if isinstance(value, str) and not _DIGITS.fullmatch(value):
         return ["%s must be a decimal integer (got %s)" % (name, _show(value))]
     # Compared before int()/repr(): Python refuses to convert thousands of digits, with its own error.
-    if len(value) > _MAX_DIGITS if isinstance(value, str) else abs(value) >= 10 ** _MAX_DIGITS:
+    if len(value.lstrip("-")) > _MAX_DIGITS if isinstance(value, str) else abs(value) >= 10 ** _MAX_DIGITS:
         return ["%s has more than %d digits" % (name, _MAX_DIGITS)]
     number = int(value)
     if (low is not None and number < low) or (high is not None and number > high):
-        return ["%s must be from %s to %s (got %s)"
-                % (name, low if low is not None else "-inf", high if high is not None else "inf", number)]
+        # A signed number is an integer all the same: the rule it breaks is its range.
+        kind = {0: "a non-negative integer, ", 1: "a positive integer, "}.get(low, "")
+        return ["%s must be %sfrom %s to %s (got %s)"
+                % (name, kind, low if low is not None else "-inf", high if high is not None else "inf", number)]
     return []
 
 

@@ -213,5 +213,5 @@ def test_a_tp_group_larger_than_the_hosts_gpus_keeps_fusion_off_and_unpatched(ho
     rc, report = deploy(host, sglang_server_tp_size=4)
     assert rc == 0, failure(report)
     refusal = " ".join(fusion_refusal(report))
-    assert "tensor-parallel group (4) and this host has 2" in refusal and "spread over hosts" in refusal, refusal
+    assert "tensor-parallel group (4) on this host, which has 2" in refusal and "spread over hosts" in refusal, refusal
     assert not patched(host) and calls(host) == []

@@ -162,6 +162,29 @@ def test_a_group_the_inventory_lacks_fails_with_how_to_name_it(installed, tmp_pa
     assert "PLAY [Prepare SM120 hosts" not in result.stdout
 
 
+def test_the_deploys_preflight_runs_from_the_collection(installed, tmp_path):
+    """The one preflight (an action plugin, its module_utils, the roles it reads, the module it runs on the host) works
+    from the installed collection: a misspelled variable is named with the closest input before any role runs. A
+    listen address sglang_server's next check refuses keeps the run off this machine should the preflight pass."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(textwrap.dedent("""\
+        blackwell:
+          hosts:
+            gpu-a:
+              ansible_connection: local
+              ansible_python_interpreter: "{{ ansible_playbook_python }}"
+              sglang_server_model_path: /srv/models/m
+              sglang_server_host: 0.0.0.0
+              nccl_tuning_setings: {NCCL_P2P_LEVEL: PHB}
+    """), encoding="utf-8")
+    result = run(installed, "ansible-playbook", "-i", str(inventory), "gpufleet.sglang.deploy")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Preflight refused gpu-a before any change (1 problem): 1. nccl_tuning_setings is not a variable any " \
+           "role reads" in result.stdout, result.stdout
+    assert "did you mean nccl_tuning_settings?" in result.stdout and "changed=0" in result.stdout
+    assert "sglang_server_allow_all_interfaces" not in result.stdout  # stopped at the preflight
+
+
 def test_controller_result_dirs_default_outside_the_inventory(installed, tmp_path):
     """Reports, baselines and the benchmark client's venv default to the controller user's XDG folders
     (~/.local/share/gpufleet-sglang, ~/.cache/gpufleet-sglang), never the inventory's folder (the next `-i <folder>`

@@ -116,3 +116,13 @@ def test_not_enough_disk_fails_with_figures():
     assert rc != 0
     task, msg = failure(report)
     assert task == "Require free disk space" and "GB free" in msg and "/tmp/does/not/exist/yet" in msg
+
+
+def test_a_run_that_installs_nothing_is_not_refused_for_space_it_does_not_use():
+    why = "install, model and code as the last converge left them: nothing to install or fetch"
+    rc, report = preflight(os.path.join(PROFILES, "rtxpro6000-2x-pcie"),
+                           gpu_preflight_disk_space=[{"path": "/tmp/does/not/exist/yet", "min_free_gb": 10 ** 9}],
+                           gpu_preflight_check_disk_space=False, gpu_preflight_check_disk_space_why=why)
+    assert rc == 0, failure(report)
+    said = [result["msg"] for name, result in task_results(report) if name == "Say why free space is not checked"]
+    assert said == ["Free space not checked on localhost: %s." % why]

@@ -182,7 +182,9 @@ def test_a_passed_canary_keeps_pcie_ipc_and_a_failed_one_refuses_both_ipc_paths(
 def test_a_canary_needs_one_gpu_per_process_of_the_tp_group():
     result = ap.decide_with_canaries("auto", facts(), SERVER, context=canary(gpu=dict(GPU, gpus=GPU["gpus"][:2])))
     assert result["canaries"]["pcie_ipc"]["state"] == "cannot_run" and result["canaries"]["pcie_ipc"]["argv"] == []
-    assert "(8) and this host has 2" in " ".join(result["refused"]["pcie_ipc"])
+    said = " ".join(result["refused"]["pcie_ipc"])
+    assert "(8) on this host, which has 2: the tensor-parallel size (sglang_server_tp_size) is above" in said
+    assert "gpu_preflight" not in said  # its GPU facts were read: no advice to read them
 
 
 def test_without_a_hidden_size_the_canary_cannot_run_and_pcie_ipc_is_refused():

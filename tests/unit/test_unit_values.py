@@ -227,3 +227,9 @@ def test_a_secret_value_is_left_out_of_the_message():
                                                             "secret": True}})
     assert errors == ["sglang_install_pip_index_url holds whitespace: it would be read as two values (the value is not "
                       "shown: it may hold a secret)"]
+
+
+@pytest.mark.parametrize("value", ["-2", -2, "0"])
+def test_a_signed_integer_below_the_range_is_named_by_its_range(value):
+    assert uv.integer("sglang_server_tp_size", value, low=1, high=1024) == [
+        "sglang_server_tp_size must be a positive integer, from 1 to 1024 (got %d)" % int(value)]

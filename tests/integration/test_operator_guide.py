@@ -8,21 +8,16 @@ used from that folder. A guide whose commands stop working fails here.
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 
 import pytest
-import yaml
 from tests.helpers.markdown_blocks import blocks, sections
+from tests.helpers.operator_guide import GUIDE, fleet_folder, install, install_block, venv_block
 from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.dirname(sys.executable)
-GUIDE = os.path.join(REPO, "collection", "README.md")
 bc = load_file("scripts/build_collection.py", "build_collection")
 
-INSTALL = "Install, offline, with ansible-core only"
 INVENTORY = "Your inventory"
 MODEL = "The model: a manifest, then staging"
 DEPLOY = "Deploy, dry run, drift, rollback"
@@ -47,35 +42,15 @@ def bash(script, cwd, env):
 def _bare_core(tmp_path_factory):
     """The guide's venv block run verbatim with HOME in a fresh folder: {'home', 'env'} (that venv first on PATH,
     no ANSIBLE_* setting)."""
-    venv_block, _install = blocks(guide()[INSTALL], "sh")
     home = tmp_path_factory.mktemp("operator-home")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(HOME=str(home), PIP_CACHE_DIR=os.path.join(os.path.expanduser("~"), ".cache", "pip"),
                PYTHONWARNINGS="ignore::DeprecationWarning", ANSIBLE_NOCOLOR="1")
-    result = bash(venv_block, str(home), env)
+    result = bash(venv_block(), str(home), env)
     assert result.returncode == 0, result.stdout + result.stderr
-    venv_bin = re.search(r"^\. (\S+)/activate$", venv_block, re.M).group(1).replace("~", str(home))
+    venv_bin = re.search(r"^\. (\S+)/activate$", venv_block(), re.M).group(1).replace("~", str(home))
     env["PATH"] = venv_bin + os.pathsep + env["PATH"]
     return {"home": home, "env": env, "bin": venv_bin}
-
-
-def posix_standin_tarball(dest):
-    """A STAND-IN for the ansible.posix tarball an operator downloads from Galaxy (not reachable here): the
-    `ansible` package's copy of ansible.posix (the real files of a Galaxy release) built into a collection artifact
-    by ansible-galaxy, its galaxy.yml written from that copy's MANIFEST.json."""
-    import ansible  # pylint: disable=import-outside-toplevel
-    source = os.path.join(os.path.dirname(os.path.dirname(ansible.__file__)), "ansible_collections", "ansible", "posix")
-    tree = os.path.join(dest, "ansible-posix-src")
-    shutil.copytree(source, tree, ignore=shutil.ignore_patterns("__pycache__"))
-    with open(os.path.join(tree, "MANIFEST.json"), encoding="utf-8") as handle:
-        info = json.load(handle)["collection_info"]
-    for name in ("MANIFEST.json", "FILES.json"):
-        os.remove(os.path.join(tree, name))
-    with open(os.path.join(tree, "galaxy.yml"), "w", encoding="utf-8") as handle:
-        yaml.safe_dump({k: v for k, v in info.items() if v not in ([], {}, None)}, handle)
-    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", tree, "--output-path", dest],
-                   check=True, capture_output=True)
-    return os.path.join(dest, "ansible-posix-%s.tar.gz" % info["version"])
 
 
 @pytest.fixture(name="fleet", scope="module")
@@ -84,13 +59,8 @@ def _fleet(bare_core, tmp_path_factory):
     block's result)."""
     tmp = tmp_path_factory.mktemp("guide")
     tarball = bc.build_tarball(bc.build_tree(str(tmp / "build")), str(tmp / "dist"))
-    folder = tmp / "fleet"
-    folder.mkdir()
-    shutil.copy(tarball, folder)
-    shutil.copy(posix_standin_tarball(str(tmp)), folder)
-    _venv, install = blocks(guide()[INSTALL], "sh")
-    result = bash(install, str(folder), bare_core["env"])
-    return {"dir": folder, "env": bare_core["env"], "install": result}
+    folder = fleet_folder(str(tmp / "fleet"), tarball)
+    return {"dir": tmp / "fleet", "env": bare_core["env"], "install": install(folder, bare_core["env"])}
 
 
 def run(fleet, command):
@@ -98,14 +68,12 @@ def run(fleet, command):
 
 
 def test_the_guide_installs_the_ansible_core_the_project_is_tested_with():
-    venv_block = blocks(guide()[INSTALL], "sh")[0]
-    assert re.findall(r"pip install (\S+)", venv_block) == ["ansible-core==" + pinned_core()]
+    assert re.findall(r"pip install (\S+)", venv_block()) == ["ansible-core==" + pinned_core()]
 
 
 def test_the_guide_names_the_tarball_the_build_writes():
-    install = blocks(guide()[INSTALL], "sh")[1]
     meta = bc.galaxy_meta()
-    assert "%s-%s-%s.tar.gz" % (meta["namespace"], meta["name"], meta["version"]) in install
+    assert "%s-%s-%s.tar.gz" % (meta["namespace"], meta["name"], meta["version"]) in install_block()
 
 
 def test_the_venv_holds_ansible_core_only(bare_core):

@@ -8,8 +8,9 @@ from it and transforms what a collection needs transformed, by code the unit tes
   plugins/<type>/, with ``ansible.module_utils.<own util>`` imports rewritten to the collection's path, and the
   plugins' <name>.yml documentation files beside them (one per filter: ansible-doc -t filter reads them);
 * roles/ and playbooks/ copied, with the project's own modules, roles, playbooks, filters and lookups named by FQCN;
-* collection/ (galaxy.yml, meta/runtime.yml, CHANGELOG.md, requirements.txt, bindep.txt, tests/sanity/) plus README.md
-  and LICENSE copied as they are.
+* collection/ (README.md, the operators' guide galaxy.yml's readme names; galaxy.yml, meta/runtime.yml, CHANGELOG.md,
+  requirements.txt, bindep.txt, tests/sanity/) plus LICENSE copied as they are. The checkout's README.md is the
+  maintainers' and stays out.
 
 Lists are read from the tree, never kept here: a module, util, role or playbook added to the checkout is in the next
 build. Then ``ansible-galaxy collection build`` writes the tarball to dist/.
@@ -32,7 +33,7 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Collection-only files kept in the checkout (the checkout itself is not a collection root: no galaxy.yml at the top).
 META_DIR = "collection"
-TOP_FILES = ("README.md", "LICENSE")
+TOP_FILES = ("LICENSE",)
 # Task keywords that hold more tasks; play keywords that hold tasks.
 BLOCK_KEYS = ("block", "rescue", "always")
 PLAY_TASK_KEYS = ("pre_tasks", "tasks", "post_tasks", "handlers")
@@ -350,6 +351,9 @@ def build_tree(out, repo=REPO):
         if not os.path.exists(os.path.join(repo, name)):
             raise BuildError("%s is missing (galaxy.yml names it)" % name)
         shutil.copy2(os.path.join(repo, name), os.path.join(root, name))
+    readme = meta.get("readme", "README.md")
+    if not os.path.isfile(os.path.join(root, readme)):
+        raise BuildError("%s/%s is missing (galaxy.yml's readme names it)" % (META_DIR, readme))
     if os.path.isdir(os.path.join(repo, "docs")):
         _copy_tree(os.path.join(repo, "docs"), os.path.join(root, "docs"))
 

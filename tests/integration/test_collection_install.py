@@ -1,7 +1,7 @@
 """The built collection as its users get it: the tarball installed into an empty collections path.
 
-Built from this checkout (scripts/build_collection.py, what `make collection` runs), installed with
-`ansible-galaxy collection install <tarball> -p <empty dir>`, then used from a directory that holds neither the
+Built from this checkout (scripts/build_collection.py, what `make collection` runs), installed by the commands of
+the operators' guide (collection/README.md's install block, run verbatim into an empty folder), then used from a directory that holds neither the
 checkout's ansible.cfg nor its library/ or roles/: ansible-doc renders every module by FQCN, every playbook passes
 a syntax check by FQCN, and the host group is the inventory's, whatever it is called.
 """
@@ -16,6 +16,7 @@ import ansible
 import pytest
 import yaml
 from ansible.galaxy.dependency_resolution.versioning import meets_requirements
+from tests.helpers import operator_guide
 from tests.helpers.script_module import load_file
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,13 +27,8 @@ MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(REPO, "library")) if f.
 PLAYBOOKS = sorted(f[:-4] for f in os.listdir(os.path.join(REPO, "playbooks")) if f.endswith(".yml"))
 
 
-# Where setup gets the collections the project depends on: the pinned `ansible` package bundles them (no Galaxy here).
+# The collections a role could name by FQCN: those the pinned `ansible` package bundles.
 BUNDLED = os.path.join(os.path.dirname(os.path.dirname(ansible.__file__)), "ansible_collections")
-
-
-def bundled(fqcn):
-    """The `ansible` package's copy of a collection (an installed collection: ansible-galaxy installs from it)."""
-    return os.path.join(BUNDLED, *fqcn.split("."))
 
 
 def declared_dependencies():
@@ -42,20 +38,21 @@ def declared_dependencies():
 
 @pytest.fixture(name="installed", scope="module")
 def _installed(tmp_path_factory):
-    """The tarball installed as with bare ansible-core: the `ansible` package's collections are not on the path
-    (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=False), the dependencies come with the install, offline, from where setup
-    gets them."""
+    """The tarball installed as with bare ansible-core, by the operators' guide's install block run verbatim
+    (tests/helpers/operator_guide.py: an ansible.cfg, both tarballs in one offline install, the checks it writes);
+    the `ansible` package's collections are not on the path (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=False), and the
+    tests run from a folder without that ansible.cfg, with the collections path in the environment."""
     tmp = tmp_path_factory.mktemp("collection")
     root = bc.build_tree(str(tmp / "build"))
     tarball = bc.build_tarball(root, str(tmp / "dist"))
     assert os.path.isfile(tarball)
-    collections = tmp / "collections"
+    folder = operator_guide.fleet_folder(str(tmp / "fleet"), tarball)
+    collections = tmp / "fleet" / "collections"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="False",
                ANSIBLE_NOCOLOR="1", PATH=BIN + os.pathsep + env["PATH"])
-    subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "--force",
-                    "-p", str(collections), tarball] + [bundled(name) for name in declared_dependencies()],
-                   check=True, capture_output=True, env=env)
+    result = operator_guide.install(folder, env)
+    assert result.returncode == 0, result.stdout + result.stderr
     workdir = tmp / "elsewhere"  # no ansible.cfg, no library/, no roles/ here
     workdir.mkdir()
     return {"dir": workdir, "env": env, "collections": collections}

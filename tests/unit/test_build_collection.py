@@ -226,6 +226,8 @@ def _checkout(tmp_path):
     _write(root, "collection/galaxy.yml", "namespace: ns\nname: coll\nversion: 1.2.3\nlicense_file: LICENSE\n")
     _write(root, "collection/meta/runtime.yml", "requires_ansible: '>=2.17.0'\n")
     _write(root, "collection/CHANGELOG.md", "# Changelog\n")
+    _write(root, "collection/README.md", "# The operators' guide\n")
+    _write(root, "README.md", "# The maintainers' README\n")
     for name in bc.TOP_FILES:
         _write(root, name, name + "\n")
     _write(root, "library/new_mod.py", "from ansible.module_utils.basic import AnsibleModule\n"
@@ -292,6 +294,20 @@ def test_build_tree_derives_everything_from_the_checkout(checkout, tmp_path):
     assert site[1]["ansible.builtin.import_playbook"] == "ns.coll.extra"
     # a role's files are shipped as they are (scripts run on hosts, not through Ansible's import machinery)
     assert read("roles/new_role/files/tool.py") == "from ansible.module_utils import helper\n"
+
+
+def test_the_collections_readme_is_the_operators_guide_not_the_checkouts(checkout, tmp_path):
+    """galaxy.yml's readme (the collection's page) is collection/README.md; the checkout's README.md, written for
+    its maintainers, is not shipped."""
+    root = bc.build_tree(str(tmp_path / "build"), repo=checkout)
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as handle:
+        assert handle.read() == "# The operators' guide\n"
+
+
+def test_a_missing_guide_is_a_build_error(checkout, tmp_path):
+    os.remove(os.path.join(checkout, "collection", "README.md"))
+    with pytest.raises(bc.BuildError, match=r"collection/README.md is missing \(galaxy.yml's readme names it\)"):
+        bc.build_tree(str(tmp_path / "build"), repo=checkout)
 
 
 def test_build_tree_replaces_an_earlier_build(checkout, tmp_path):

@@ -1,6 +1,6 @@
 """The docs say what is true now (issue 37): no date of a run or session, and no call of the maintainers' GPU tool.
 
-README.md, docs/**/*.md, CHANGELOG.md, each role's README and the code the collection ships (modules' documentation
+README.md, collection/README.md (the collection's page), docs/**/*.md, CHANGELOG.md, each role's README and the code the collection ships (modules' documentation
 included) are read by its users; a reader has no GPU tool and no use for when something was run. A date may stand only inside a generated block (``<!-- BEGIN ... generated
 ... -->`` to ``<!-- END ... -->``), which its command rewrites. The maintainers' runbook for the GPU machines,
 scripts/device/README.md, is not shipped and is not checked here.
@@ -43,7 +43,8 @@ def _relative(paths):
 
 
 USER_DOCS = _relative([os.path.join(REPO, "README.md"), os.path.join(REPO, "CHANGELOG.md"),
-                       os.path.join(REPO, "collection", "CHANGELOG.md")]
+                       os.path.join(REPO, "collection", "CHANGELOG.md"),
+                       os.path.join(REPO, "collection", "README.md")]
                       + glob.glob(os.path.join(REPO, "docs", "**", "*.md"), recursive=True))
 ROLE_READMES = _relative(glob.glob(os.path.join(REPO, "roles", "*", "README.md")))
 
@@ -72,6 +73,7 @@ def test_the_check_finds_dates_and_tool_calls_outside_generated_blocks_only():
 
 def test_every_user_doc_is_checked():
     assert "README.md" in USER_DOCS and "CHANGELOG.md" in USER_DOCS
+    assert os.path.join("collection", "README.md") in USER_DOCS  # the collection's page, the operators' guide
     assert any(path.startswith("docs" + os.sep) for path in USER_DOCS)
     assert ROLE_READMES
 

@@ -9,7 +9,7 @@ from it and transforms what a collection needs transformed, by code the unit tes
   plugins' <name>.yml documentation files beside them (one per filter: ansible-doc -t filter reads them);
 * roles/ and playbooks/ copied, with the project's own modules, roles, playbooks, filters and lookups named by FQCN;
 * collection/ (galaxy.yml, meta/runtime.yml, CHANGELOG.md, requirements.txt, bindep.txt, tests/sanity/) plus README.md
-  and LICENSE copied as they are.
+  and LICENSE copied as they are, and so are docs/ and monitoring/ (Prometheus alert rules, the Grafana dashboard).
 
 Lists are read from the tree, never kept here: a module, util, role or playbook added to the checkout is in the next
 build. Then ``ansible-galaxy collection build`` writes the tarball to dist/.
@@ -350,8 +350,10 @@ def build_tree(out, repo=REPO):
         if not os.path.exists(os.path.join(repo, name)):
             raise BuildError("%s is missing (galaxy.yml names it)" % name)
         shutil.copy2(os.path.join(repo, name), os.path.join(root, name))
-    if os.path.isdir(os.path.join(repo, "docs")):
-        _copy_tree(os.path.join(repo, "docs"), os.path.join(root, "docs"))
+    # docs/ for the reader; monitoring/ for Prometheus and Grafana (alert rules, the dashboard), taken as they are.
+    for folder in ("docs", "monitoring"):
+        if os.path.isdir(os.path.join(repo, folder)):
+            _copy_tree(os.path.join(repo, folder), os.path.join(root, folder))
 
     modules = py_names(os.path.join(repo, "library"))
     roles = sorted(d for d in os.listdir(os.path.join(repo, "roles"))

@@ -28,8 +28,21 @@ options:
     required: true
   info:
     description: The releases, lock and model revision (C(sglang_version), C(flashinfer_version), C(lock),
-      C(model_revision), all text). Unset keeps the recorded ones.
+      C(model_revision), all text). Unset keeps the recorded ones, unless O(venv) and O(model_path) are given.
     type: dict
+  venv:
+    description: The server's venv (sglang_layout_current); the SGLang and FlashInfer releases are read from its
+      installed metadata and the lock is the name of the folder it resolves to. With O(model_path), in place of
+      O(info).
+    type: path
+  model_path:
+    description: The server's model path; the model revision is the name of the folder it resolves to (the
+      revision a C(current) link points at).
+    type: path
+  unit_file:
+    description: The server's systemd unit; fused is 1 when it passes a fusion flag to more than one rank (every
+      start of such a unit is proven fused or fails). In place of O(fused).
+    type: path
   allreduce_path:
     description: The all-reduce path the deploy chose. Unset keeps the recorded one.
     type: str
@@ -65,6 +78,16 @@ EXAMPLES = r"""
     gate_verdict_file: /var/lib/sglang/gate-verdict.json
     restarts_log: /var/lib/sglang/restarts.log
     deployed_at: "2026-12-07T12:00:00+00:00"
+
+- name: The same, read from what the host runs
+  sglang_deploy_metrics:
+    path: /var/lib/prometheus/node-exporter/sglang_deploy.prom
+    venv: /opt/sglang/current
+    model_path: /var/lib/sglang/models/kimi-k2.5/current
+    unit_file: /etc/systemd/system/sglang.service
+    allreduce_path: fusion
+    gate_verdict_file: /var/lib/sglang/gate-verdict.json
+    restarts_log: /var/lib/sglang/restarts.log
 """
 
 RETURN = r"""
@@ -85,6 +108,7 @@ from ansible.module_utils import atomic_files
 from ansible.module_utils import deploy_metrics
 from ansible.module_utils import gate_verdict
 from ansible.module_utils import param_checks
+from ansible.module_utils import pkg_versions
 
 
 def _read(module, path):
@@ -106,6 +130,22 @@ def _time(module, value, name):
     return seconds
 
 
+def _info(module, venv, model_path):
+    """The info labels read from the venv and the model path."""
+    sites = pkg_versions.site_packages_dirs(venv)
+    if not sites:
+        module.fail_json(msg="sglang_deploy_metrics: %s has no site-packages (is it a venv?); nothing written" % venv)
+    versions = {}
+    for site in sites:
+        for name, found in pkg_versions.installed_versions(site).items():
+            versions.setdefault(name, []).extend(found)
+    try:
+        return deploy_metrics.release_info(versions, os.path.basename(os.path.realpath(venv)),
+                                           os.path.basename(os.path.realpath(model_path.rstrip("/"))))
+    except deploy_metrics.MetricsError as exc:
+        module.fail_json(msg="sglang_deploy_metrics: %s (venv %s, model %s); nothing written" % (exc, venv, model_path))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -117,7 +157,12 @@ def main():
             restarts_log=dict(type="path"),
             deployed_at=dict(type="raw"),
             drift_checked_at=dict(type="raw"),
+            venv=dict(type="path"),
+            model_path=dict(type="path"),
+            unit_file=dict(type="path"),
         ),
+        required_together=[("venv", "model_path")],
+        mutually_exclusive=[("info", "venv"), ("fused", "unit_file")],
         supports_check_mode=True,
     )
     refused = param_checks.refusal("sglang_deploy_metrics", module.argument_spec, module.params)
@@ -132,6 +177,16 @@ def main():
                fused=None if p["fused"] is None else int(p["fused"]),
                last_deploy_timestamp_seconds=_time(module, p["deployed_at"], "deployed_at"),
                last_drift_check_timestamp_seconds=_time(module, p["drift_checked_at"], "drift_checked_at"))
+    if p["venv"]:
+        new["info"] = _info(module, p["venv"], p["model_path"])
+    if p["unit_file"]:
+        unit = _read(module, p["unit_file"])
+        if unit is None:
+            module.fail_json(msg="sglang_deploy_metrics: the unit %s does not exist; nothing written" % p["unit_file"])
+        try:
+            new["fused"] = deploy_metrics.fused_from_unit(unit)
+        except deploy_metrics.MetricsError as exc:
+            module.fail_json(msg="sglang_deploy_metrics: %s (%s); nothing written" % (exc, p["unit_file"]))
     if p["gate_verdict_file"]:
         verdict, problem = gate_verdict.parse(_read(module, p["gate_verdict_file"]))
         if problem:

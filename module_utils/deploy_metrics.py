@@ -28,6 +28,8 @@ from __future__ import annotations
 import datetime
 import re
 
+from ansible.module_utils import fusion_proof
+from ansible.module_utils import pkg_versions
 from ansible.module_utils.finite_numbers import finite, shown
 
 PREFIX = "sglang_deploy_"
@@ -257,3 +259,27 @@ def differs(old_text, new_text):
         if name in old and name in new:
             new[name] = old[name]
     return old != new or render(new) != old_text
+
+
+def fused_from_unit(unit_text):
+    """1 when the unit passes a fusion flag to more than one rank (the fusion proof's ``fusion_expected``), else 0.
+    Every start of such a unit is proven fused by sglang_server or fails, so for the unit a deploy leaves running this
+    is the proof's answer. MetricsError for a unit the proof cannot read."""
+    try:
+        expected, _why = fusion_proof.fusion_expected(fusion_proof.unit_settings(fusion_proof.exec_start_args(
+            unit_text)))
+    except fusion_proof.ProofInputError as exc:
+        raise MetricsError("the server's unit: %s" % exc)
+    return 1 if expected else 0
+
+
+def release_info(versions, lock, model_revision):
+    """The info labels from a venv's installed VERSIONS (pkg_versions.installed_versions), its LOCK id and the
+    model's revision; MetricsError naming what is missing."""
+    info = {"sglang_version": pkg_versions.find_distribution(versions, "sglang"),
+            "flashinfer_version": pkg_versions.find_distribution(versions, "flashinfer-python"),
+            "lock": lock, "model_revision": model_revision}
+    missing = sorted(key for key, value in info.items() if not value)
+    if missing:
+        raise MetricsError("cannot tell the %s" % ", ".join(missing))
+    return info

@@ -90,3 +90,48 @@ def test_a_link_or_fifo_in_place_of_a_record_is_not_read(tmp_path):
     os.mkfifo(args["restarts_log"])
     assert "not a regular file" in refused(run_module("sglang_deploy_metrics", args))
     assert not os.path.exists(args["path"])
+
+
+def host_files(tmp_path, fusion="--flashinfer-allreduce-fusion-backend trtllm"):
+    """A venv as pip leaves its metadata, a model revision behind a current link, the server's unit."""
+    venv = tmp_path / "opt" / "venvs" / "sm120-0.5.17"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    for name, version in (("sglang", "0.5.17"), ("flashinfer_python", "0.6.18")):
+        meta = site / ("%s-%s.dist-info" % (name, version))
+        meta.mkdir(parents=True)
+        (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: %s\nVersion: %s\n\n" % (
+            name.replace("_", "-"), version))
+    (tmp_path / "opt" / "current").symlink_to(venv)
+    model = tmp_path / "models" / "kimi"
+    (model / "6f1c2e0").mkdir(parents=True)
+    (model / "current").symlink_to("6f1c2e0")
+    unit = tmp_path / "sglang.service"
+    unit.write_text("[Service]\nExecStart=/opt/sglang/current/bin/python -m sglang.launch_server --model-path %s "
+                    "--tp-size 2 %s\n" % (model / "current", fusion))
+    return {"venv": str(tmp_path / "opt" / "current"), "model_path": str(model / "current"), "unit_file": str(unit)}
+
+
+def test_releases_lock_revision_and_fused_are_read_from_what_the_host_runs(tmp_path):
+    args = dict(records(tmp_path), **host_files(tmp_path))
+    result = run_module("sglang_deploy_metrics", args)
+    assert not result.get("failed"), result
+    assert result["facts"]["info"] == INFO and result["facts"]["fused"] == 1
+    assert check_metrics(open(args["path"]).read()) == (0, "")
+    # The unit without fusion (a canary failed, the patch rolled back): fused 0, the file rewritten.
+    with open(args["unit_file"], "w") as unit:
+        unit.write("[Service]\nExecStart=/x --tp-size 2 --enforce-disable-flashinfer-allreduce-fusion\n")
+    after = run_module("sglang_deploy_metrics", args)
+    assert after["changed"] and after["facts"]["fused"] == 0
+
+
+def test_a_venv_without_flashinfer_or_a_unit_missing_is_refused(tmp_path):
+    files = host_files(tmp_path)
+    args = dict(records(tmp_path), **files)
+    os.unlink(args["unit_file"])
+    assert "does not exist" in refused(run_module("sglang_deploy_metrics", args))
+    empty = tmp_path / "empty-venv" / "lib" / "python3.11" / "site-packages"
+    empty.mkdir(parents=True)
+    msg = refused(run_module("sglang_deploy_metrics", dict(records(tmp_path), venv=str(tmp_path / "empty-venv"),
+                                                           model_path=files["model_path"])))
+    assert "cannot tell the flashinfer_version, sglang_version" in msg
+    assert not os.path.exists(args["path"])

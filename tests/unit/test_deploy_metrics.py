@@ -150,3 +150,31 @@ def test_a_later_time_alone_does_not_rewrite_the_file_but_any_other_fact_does():
     assert dm.differs(None, before)
     # A first time where none was recorded is written.
     assert dm.differs(dm.render({"fused": 1}), dm.render({"fused": 1, "last_deploy_timestamp_seconds": 3.0}))
+
+
+UNIT = "[Service]\nExecStart=/opt/sglang/current/bin/python -m sglang.launch_server --model-path /m --tp-size %s %s\n"
+
+
+@pytest.mark.parametrize("tp, flags, fused", [
+    (8, "--flashinfer-allreduce-fusion-backend trtllm", 1),
+    (8, "--enable-flashinfer-allreduce-fusion", 1),
+    (1, "--flashinfer-allreduce-fusion-backend trtllm", 0),
+    (8, "", 0),
+    (8, "--enforce-disable-flashinfer-allreduce-fusion", 0),
+])
+def test_fused_is_the_proofs_fusion_expected_for_the_unit(tp, flags, fused):
+    assert dm.fused_from_unit(UNIT % (tp, flags)) == fused
+
+
+def test_a_unit_the_proof_cannot_read_is_refused():
+    with pytest.raises(dm.MetricsError, match="no ExecStart"):
+        dm.fused_from_unit("[Service]\n")
+
+
+def test_release_info_from_installed_versions():
+    versions = {"sglang": ["0.5.17"], "flashinfer-python": ["0.6.18"]}
+    assert dm.release_info(versions, "sm120-0.5.17", "6f1c2e0") == {
+        "sglang_version": "0.5.17", "flashinfer_version": "0.6.18", "lock": "sm120-0.5.17",
+        "model_revision": "6f1c2e0"}
+    with pytest.raises(dm.MetricsError, match="cannot tell the flashinfer_version"):
+        dm.release_info({"sglang": ["0.5.17"]}, "sm120", "rev")

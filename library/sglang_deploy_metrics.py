@@ -33,7 +33,7 @@ options:
   venv:
     description: The server's venv (sglang_layout_current); the SGLang and FlashInfer releases are read from its
       installed metadata and the lock is the name of the folder it resolves to. With O(model_path), in place of
-      O(info).
+      O(info) (a package it does not hold: C(none)).
     type: path
   model_path:
     description: The server's model path; the model revision is the name of the folder it resolves to (the

@@ -275,9 +275,10 @@ def fused_from_unit(unit_text):
 
 def release_info(versions, lock, model_revision):
     """The info labels from a venv's installed VERSIONS (pkg_versions.installed_versions), its LOCK id and the
-    model's revision; MetricsError naming what is missing."""
-    info = {"sglang_version": pkg_versions.find_distribution(versions, "sglang"),
-            "flashinfer_version": pkg_versions.find_distribution(versions, "flashinfer-python"),
+    model's revision. A package the venv does not hold is ``none`` (a label says so rather than the deploy failing
+    over a metric); MetricsError when the lock or the revision is missing."""
+    info = {"sglang_version": pkg_versions.find_distribution(versions, "sglang") or "none",
+            "flashinfer_version": pkg_versions.find_distribution(versions, "flashinfer-python") or "none",
             "lock": lock, "model_revision": model_revision}
     missing = sorted(key for key, value in info.items() if not value)
     if missing:

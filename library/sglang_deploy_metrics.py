@@ -33,7 +33,7 @@ options:
   venv:
     description: The server's venv (sglang_layout_current); the SGLang and FlashInfer releases are read from its
       installed metadata and the lock is the name of the folder it resolves to. With O(model_path), in place of
-      O(info) (a package it does not hold: C(none)).
+      O(info); a package it does not hold is labelled C(none).
     type: path
   model_path:
     description: The server's model path; the model revision is the name of the folder it resolves to (the
@@ -77,7 +77,7 @@ EXAMPLES = r"""
     fused: true
     gate_verdict_file: /var/lib/sglang/gate-verdict.json
     restarts_log: /var/lib/sglang/restarts.log
-    deployed_at: "2026-12-07T12:00:00+00:00"
+    deployed_at: "{{ now(utc=true).isoformat() ~ '+00:00' }}"
 
 - name: The same, read from what the host runs
   sglang_deploy_metrics:

@@ -3,7 +3,7 @@ check and diff mode, counters kept over a truncated log, links and FIFOs refused
 import os
 
 from ansible.module_utils import gate_verdict
-from tests.helpers.ansible_run import run_module
+from tests.helpers.ansible_run import refusal as refused, run_module
 from tests.helpers.promtool import check_metrics
 
 INFO = {"sglang_version": "0.5.17", "flashinfer_version": "0.6.18", "lock": "sm120-0.5.17", "model_revision": "6f1c2e0"}
@@ -62,12 +62,6 @@ def test_check_mode_writes_nothing_and_diff_shows_the_file(tmp_path):
     result = run_module("sglang_deploy_metrics", args, check=True, diff=True)
     assert result["changed"] and "sglang_deploy_gate_passed 0" in result["diff"]["after"]
     assert not os.path.exists(args["path"])
-
-
-def refused(result):
-    assert result.get("failed"), result
-    assert "Traceback" not in result.get("msg", "") and "module_stderr" not in result, result
-    return result["msg"]
 
 
 def test_bad_inputs_are_refused_with_a_message_and_nothing_written(tmp_path):

@@ -3,8 +3,9 @@
 
 ``targets(hosts, group)`` gives one list of target groups per scrape job: ``node`` (node_exporter, which serves the
 deploy's and the drift check's textfiles) for every host, and ``sglang`` (the server's own ``/metrics``) for every
-host whose server listens on an address Prometheus can reach: a server on loopback (the roles' default) is left
-out of ``sglang`` and named in ``loopback`` instead. ``render(groups)`` is the file's text. Each target group holds
+host whose server listens beyond loopback (at the host's address when it listens on every interface, else at the
+address it listens on): a server on loopback (the roles' default) is left out of ``sglang`` and named in
+``loopback`` instead. ``render(groups)`` is the file's text. Each target group holds
 one host, labelled ``host`` (its inventory name) and ``group`` (the inventory group deployed). Pure logic, no I/O.
 """
 from __future__ import annotations
@@ -58,10 +59,23 @@ def loopback(listen):
         return False
 
 
+def binds_all(listen):
+    """Whether a server listening on LISTEN answers on every interface (empty, 0.0.0.0, ::, ::ffff:0.0.0.0)."""
+    if listen == "":
+        return True
+    try:
+        ip = ipaddress.ip_address(listen.strip("[]"))
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_unspecified or bool(mapped and mapped.is_unspecified)
+
+
 def targets(hosts, group, node_port=9100):
     """{"node": [...], "sglang": [...], "loopback": [names]} for HOSTS, a list of mappings with ``name`` (inventory
-    name), ``address`` (where Prometheus reaches the host), ``listen`` (the server's listen address) and ``port``
-    (the server's port). TargetError on anything that cannot be written."""
+    name), ``address`` (where Prometheus reaches the host), ``listen`` (sglang_server_host: the server's listen
+    address, empty for every interface) and ``port`` (the server's port). TargetError on anything that cannot be
+    written."""
     group = _label(group, "the group")
     _port(node_port, "the node exporter's port")
     if not isinstance(hosts, list):
@@ -79,13 +93,15 @@ def targets(hosts, group, node_port=9100):
         labels = {"host": name, "group": group}
         out["node"].append({"targets": ["%s:%d" % (address, node_port)], "labels": labels})
         listen = host.get("listen")
-        if not isinstance(listen, str) or not listen:
+        if not isinstance(listen, str):
             raise TargetError("%s's listen address must be text, got %r" % (name, listen))
         port = _port(host.get("port"), "%s's server port" % name)
         if loopback(listen):
             out["loopback"].append(name)
-        else:
-            out["sglang"].append({"targets": ["%s:%d" % (address, port)], "labels": dict(labels)})
+            continue
+        # Every interface: the host's own address; one address: that one.
+        server = address if binds_all(listen) else _address(listen, "%s's listen address" % name)
+        out["sglang"].append({"targets": ["%s:%d" % (server, port)], "labels": dict(labels)})
     return out
 
 

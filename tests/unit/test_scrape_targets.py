@@ -10,7 +10,8 @@ from tests.helpers.promtool import promtool
 
 HOSTS = [{"name": "gpu2", "address": "10.0.0.2", "listen": "0.0.0.0", "port": 30000},
          {"name": "gpu1", "address": "gpu1.example.org", "listen": "127.0.0.1", "port": 30000},
-         {"name": "gpu3", "address": "fd00::3", "listen": "::", "port": 31000}]
+         {"name": "gpu3", "address": "fd00::3", "listen": "::", "port": 31000},
+         {"name": "gpu4", "address": "gpu4.example.org", "listen": "192.168.7.4", "port": 30000}]
 
 
 def test_every_host_is_a_node_target_and_reachable_servers_are_sglang_targets():
@@ -18,14 +19,17 @@ def test_every_host_is_a_node_target_and_reachable_servers_are_sglang_targets():
     assert groups["node"] == [
         {"targets": ["10.0.0.2:9100"], "labels": {"host": "gpu2", "group": "blackwell"}},
         {"targets": ["gpu1.example.org:9100"], "labels": {"host": "gpu1", "group": "blackwell"}},
-        {"targets": ["[fd00::3]:9100"], "labels": {"host": "gpu3", "group": "blackwell"}}]
-    assert [g["targets"] for g in groups["sglang"]] == [["10.0.0.2:30000"], ["[fd00::3]:31000"]]
+        {"targets": ["[fd00::3]:9100"], "labels": {"host": "gpu3", "group": "blackwell"}},
+        {"targets": ["gpu4.example.org:9100"], "labels": {"host": "gpu4", "group": "blackwell"}}]
+    # Every interface: the host's address; one address: that one.
+    assert [g["targets"] for g in groups["sglang"]] == [["10.0.0.2:30000"], ["[fd00::3]:31000"],
+                                                        ["192.168.7.4:30000"]]
     assert groups["loopback"] == ["gpu1"]
 
 
 def test_render_is_stable_json_sorted_by_host():
     text = st.render(st.targets(HOSTS, "blackwell")["node"])
-    assert [g["labels"]["host"] for g in json.loads(text)] == ["gpu1", "gpu2", "gpu3"]
+    assert [g["labels"]["host"] for g in json.loads(text)] == ["gpu1", "gpu2", "gpu3", "gpu4"]
     assert st.render(st.targets(list(reversed(HOSTS)), "blackwell")["node"]) == text
 
 
@@ -55,6 +59,7 @@ def test_prometheus_loads_the_files(tmp_path):
     ({"port": "30000"}, "port number"),
     ({"name": 'x"y'}, "hosts\\[0\\].name"),
     ({"listen": None}, "listen address"),
+    ({"listen": "bad host"}, "listen address"),
 ])
 def test_bad_hosts_are_refused_by_name(change, message):
     with pytest.raises(st.TargetError, match=message):
@@ -73,3 +78,9 @@ def test_a_host_listed_twice_and_a_bad_group_are_refused():
                                               ("gpu1", False)])
 def test_loopback(listen, expected):
     assert st.loopback(listen) is expected
+
+
+@pytest.mark.parametrize("listen, expected", [("", True), ("0.0.0.0", True), ("::", True), ("[::]", True),
+                                              ("::ffff:0.0.0.0", True), ("10.0.0.2", False), ("gpu1", False)])
+def test_binds_all(listen, expected):
+    assert st.binds_all(listen) is expected

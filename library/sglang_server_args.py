@@ -82,7 +82,11 @@ parsed:
   description: Destination name -> value, as argparse would store it (numbers converted, lists for multi-value flags).
   returned: success
   type: dict
-argv: {description: The command line after renames, without the optional flags this SGLang lacks., returned: success, type: list, elements: str}
+argv:
+  description: The command line after renames and without the optional flags this SGLang lacks; what the unit should run.
+  returned: success
+  type: list
+  elements: str
 errors: {description: Every problem found., returned: failure, type: list, elements: str}
 """
 

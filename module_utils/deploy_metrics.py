@@ -15,7 +15,8 @@ Series (no host label: node_exporter's own target identifies the host):
 ``sglang_deploy_gate_throughput_tokens_per_second``, ``sglang_deploy_gate_baseline_tokens_per_second``,
 ``sglang_deploy_gate_margin_ratio`` (the gate's margin: it requires throughput >= baseline x (1 + margin)),
 ``sglang_deploy_gate_accept_length``, ``sglang_deploy_gate_match_ratio`` (greedy completions matching the
-baseline's) and ``sglang_deploy_gate_min_match_ratio`` (what the gate requires), ``sglang_deploy_gate_timestamp_seconds``
+baseline's) and ``sglang_deploy_gate_min_match_ratio`` (what the gate requires),
+``sglang_deploy_gate_timestamp_seconds``
 ``sglang_deploy_restarts_total``, ``sglang_deploy_rollbacks_total`` counters
 ``sglang_deploy_last_deploy_timestamp_seconds``, ``sglang_deploy_last_drift_check_timestamp_seconds``
 

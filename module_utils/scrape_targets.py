@@ -14,8 +14,8 @@ import ipaddress
 import json
 import re
 
-_HOSTNAME = re.compile(r"(?=.{1,253}\Z)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"
-                       r"[A-Za-z0-9])?)*\.?")
+_LABEL_PART = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOSTNAME = re.compile(r"(?=.{1,253}\Z)%s(?:\.%s)*\.?" % (_LABEL_PART, _LABEL_PART))
 _LABEL = re.compile(r"[A-Za-z0-9_.:@-]{1,200}")
 JOBS = ("node", "sglang")
 

@@ -7,10 +7,12 @@
 #   debootstrap       builds the Debian 12 image locally (no container registry is reachable)
 #   openssh-client    Ansible and the lab scripts reach the containers over SSH
 #   uidmap            newuidmap/newgidmap, so podman does not warn (and rootless keeps working)
+#   prometheus        promtool: the metrics tests lint every textfile (check metrics) and unit-test every alert rule
+#                     (test rules) with Debian's real one (its service stays off: nothing here starts it)
 set -euo pipefail
 
 packages=(podman runc conmon netavark aardvark-dns iptables slirp4netns catatonit uidmap
-          debootstrap debian-archive-keyring openssh-client ca-certificates)
+          debootstrap debian-archive-keyring openssh-client ca-certificates prometheus)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -45,6 +45,13 @@ options:
         C(--cuda-graph-max-bs-decode) for 0.5.21+.
     type: dict
     default: {}
+  optional:
+    description:
+      - Flags taking no value that are passed only where this SGLang declares them (for example
+        C(--enable-metrics)); one it lacks is left out of RV(argv), with a warning saying so.
+    type: list
+    elements: str
+    default: []
 notes:
   - Supports check mode (it never changes anything).
   - Choices computed by SGLang at start-up (parser registries, enums, plugins) are not checked.
@@ -75,7 +82,11 @@ parsed:
   description: Destination name -> value, as argparse would store it (numbers converted, lists for multi-value flags).
   returned: success
   type: dict
-argv: {description: The command line after renames; what the unit should run., returned: success, type: list, elements: str}
+argv:
+  description: The command line after renames and without the optional flags this SGLang lacks; what the unit should run.
+  returned: success
+  type: list
+  elements: str
 errors: {description: Every problem found., returned: failure, type: list, elements: str}
 """
 
@@ -103,6 +114,14 @@ def rename_flags(flags, argv, renamed, notes):
     return out
 
 
+def drop_optional(flags, argv, optional, notes):
+    """ARGV without the flags of OPTIONAL this SGLang does not declare (each a flag without a value)."""
+    missing = [flag for flag in optional if flag not in flags]
+    for flag in missing:
+        notes.append("%s is not a flag of this sglang; left out" % flag)
+    return [arg for arg in argv if arg not in missing]
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -111,6 +130,7 @@ def main():
             site_packages=dict(type="path"),
             allow_abbrev=dict(type="bool", default=False),
             renamed=dict(type="dict", default={}),
+            optional=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -125,6 +145,10 @@ def main():
         module.fail_json(msg="renamed maps an old flag to a list of its successors, each a --flag string "
                              "(e.g. --cuda-graph-max-bs: [--cuda-graph-max-bs-decode]); not so for %s"
                              % ", ".join(sorted(str(flag) for flag in bad)))
+    bad = [flag for flag in p["optional"] if not flag.startswith("--") or "=" in flag]
+    if bad:
+        module.fail_json(msg="optional names flags without a value, each a --flag string; not so for %s"
+                             % ", ".join(sorted(bad)))
     # The command line goes into ExecStart=: nothing systemd would split, expand or read as a new directive.
     unsafe = [error for index, arg in enumerate(p["argv"]) for error in unit_values.word("argv[%d]" % index, arg)]
     if unsafe:
@@ -147,7 +171,7 @@ def main():
     except (cli.SourceError, SyntaxError, OSError) as exc:
         module.fail_json(msg="cannot read the flags of sglang %s: %s" % (version, exc), sglang_version=version)
     notes = []
-    argv = rename_flags(flags, p["argv"], p["renamed"], notes)
+    argv = drop_optional(flags, rename_flags(flags, p["argv"], p["renamed"], notes), p["optional"], notes)
     errors, parsed = cli.check_argv(flags, argv, allow_abbrev=p["allow_abbrev"], notes=notes)
     for note in notes:
         module.warn(note)

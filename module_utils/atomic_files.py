@@ -451,6 +451,30 @@ def read_record(path):
         raise RecordError("cannot read %s: %s" % (path, exc))
 
 
+def read_regular(path, limit=1 << 20):
+    """The text of the regular file at PATH, or None when there is none: opened without following a symlink in its
+    place and without blocking (a FIFO or device is refused, never opened for a read that waits), at most LIMIT
+    bytes. RecordError, naming the file, for anything else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RecordError("%s is a symlink: it is read only as a regular file, never through a link" % path)
+        raise RecordError("cannot read %s: %s" % (path, exc.strerror))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise RecordError("%s is not a regular file: it is not read" % path)
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise RecordError("%s is larger than %d bytes: it is not read" % (path, limit))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordError("cannot read %s: %s" % (path, exc))
+
+
 def put_record(path, text):
     """Write the record atomically, or remove it when ``text`` is None; the old one stays on failure."""
     try:

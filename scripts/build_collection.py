@@ -9,8 +9,8 @@ from it and transforms what a collection needs transformed, by code the unit tes
   plugins' <name>.yml documentation files beside them (one per filter: ansible-doc -t filter reads them);
 * roles/ and playbooks/ copied, with the project's own modules, roles, playbooks, filters and lookups named by FQCN;
 * collection/ (README.md, the operators' guide galaxy.yml's readme names; galaxy.yml, meta/runtime.yml, CHANGELOG.md,
-  requirements.txt, bindep.txt, tests/sanity/) plus LICENSE copied as they are. The checkout's README.md is the
-  maintainers' and stays out.
+  requirements.txt, bindep.txt, tests/sanity/) plus LICENSE copied as they are, and so are docs/ and monitoring/
+  (Prometheus alert rules, the Grafana dashboard). The checkout's README.md is the maintainers' and stays out.
 
 Lists are read from the tree, never kept here: a module, util, role or playbook added to the checkout is in the next
 build. Then ``ansible-galaxy collection build`` writes the tarball to dist/.
@@ -354,8 +354,10 @@ def build_tree(out, repo=REPO):
     readme = meta.get("readme", "README.md")
     if not os.path.isfile(os.path.join(root, readme)):
         raise BuildError("%s/%s is missing (galaxy.yml's readme names it)" % (META_DIR, readme))
-    if os.path.isdir(os.path.join(repo, "docs")):
-        _copy_tree(os.path.join(repo, "docs"), os.path.join(root, "docs"))
+    # docs/ for the reader; monitoring/ for Prometheus and Grafana (alert rules, the dashboard), taken as they are.
+    for folder in ("docs", "monitoring"):
+        if os.path.isdir(os.path.join(repo, folder)):
+            _copy_tree(os.path.join(repo, folder), os.path.join(root, folder))
 
     modules = py_names(os.path.join(repo, "library"))
     roles = sorted(d for d in os.listdir(os.path.join(repo, "roles"))

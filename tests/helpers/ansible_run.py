@@ -82,6 +82,13 @@ def run_playbook(playbook, extra_vars=None, env=None, check=False, inventory=Non
             proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
 
 
+def refusal(result):
+    """The message of a module's refusal: it failed, with its own message, never with a traceback."""
+    assert result.get("failed"), result
+    assert "Traceback" not in result.get("msg", "") and "module_stderr" not in result, result
+    return result["msg"]
+
+
 def task_results(report, host="localhost"):
     """[(task name without its 'role : ' prefix, result)] in order, for one host."""
     return [(task["task"]["name"].split(" : ", 1)[-1], task["hosts"][host])

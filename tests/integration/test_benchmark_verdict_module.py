@@ -2,7 +2,7 @@
 import json
 import os
 
-from tests.helpers.ansible_run import run_module
+from tests.helpers.ansible_run import refusal as refused, run_module
 
 SETTINGS = {"margin_pct": 5.0, "num_prompts": 8}
 
@@ -49,12 +49,6 @@ def test_check_mode_records_nothing_and_diff_shows_the_verdict(tmp_path):
 def test_a_host_without_a_proven_start_is_measured(tmp_path):
     result = run_module("sglang_benchmark_verdict", paths(tmp_path, fingerprint=None))
     assert result["measure"] and "no proven server start" in result["reason"] and result["fingerprint"] is None
-
-
-def refused(result):
-    assert result.get("failed"), result
-    assert "Traceback" not in result.get("msg", "") and "module_stderr" not in result, result
-    return result["msg"]
 
 
 def test_bad_inputs_are_refused_with_a_message_and_nothing_written(tmp_path):

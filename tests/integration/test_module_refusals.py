@@ -248,6 +248,7 @@ NUL_CASES = [
                                "results_dir": "{tmp}/results"}, "baseline_file"),
     ("sglang_benchmark_verdict", {"verdict_file": "{tmp}/v" + NUL, "config_file": "{tmp}/c", "settings": {}},
      "verdict_file"),
+    ("sglang_deploy_metrics", {"path": "{tmp}/m" + NUL + ".prom"}, "path"),
     ("sglang_drift_report", {"src": "{tmp}/out" + NUL + ".json"}, "src"),
     ("sglang_env_file", {"dest": "{tmp}/x.env", "content": "A=1\n", "owner": "root" + NUL}, "owner"),
     ("sglang_env_file", {"dest": "{tmp}/x.env", "content": "A=1\n", "group": NUL}, "group"),
@@ -264,6 +265,7 @@ NUL_CASES = [
     ("sglang_server_args", {"venv": "{tmp}/venv" + NUL}, "venv"),
     ("sglang_server_fingerprint", {"paths": ["{tmp}/unit" + NUL]}, "paths[0]"),
     ("sglang_server_state", {"dir": "{tmp}/state", "files": ["{tmp}/f" + NUL]}, "files[0]"),
+    ("sglang_scrape_targets", {"dest": "{tmp}/sd" + NUL, "group": "g", "hosts": []}, "dest"),
     ("sglang_venv_prune", {"root": "{tmp}/opt" + NUL}, "root"),
 ]
 

@@ -219,6 +219,20 @@ def test_retired_flags(release, flag, refuses, flags_of):
         assert errors == [] and notes == ["%s is deprecated in sglang %s, sglang/srt/server_args.py" % (flag, release)]
 
 
+def test_optional_flags_are_kept_where_the_release_declares_them_and_left_out_elsewhere(tmp_path):
+    # sglang_server passes --enable-metrics this way: a release without it runs without metrics, not not at all.
+    venv = wheels.make_venv(str(tmp_path / "venv"), wheels.wheel("sglang", "0.5.21"))
+    argv = ["--model-path", "m", "--enable-metrics", "--enable-made-up-metrics"]
+    result = run_module("sglang_server_args", {"venv": venv, "argv": argv,
+                                               "optional": ["--enable-metrics", "--enable-made-up-metrics"]})
+    assert not result.get("failed"), result
+    assert result["argv"] == ["--model-path", "m", "--enable-metrics"]
+    assert result["parsed"]["enable_metrics"] is True
+    assert "--enable-made-up-metrics is not a flag of this sglang; left out" in result["warnings"]
+    refused = run_module("sglang_server_args", {"venv": venv, "argv": argv, "optional": ["--port=1"]})
+    assert refused["failed"] and "optional names flags without a value" in refused["msg"]
+
+
 def test_module_through_ansible_on_a_real_venv(tmp_path):
     venv = wheels.make_venv(str(tmp_path / "venv"), wheels.wheel("sglang", "0.5.21"))
     flags = cli.known_flags(wheels.site_packages(venv))

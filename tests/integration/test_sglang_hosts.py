@@ -9,7 +9,7 @@ import yaml
 from tests.helpers.ansible_run import run_playbook, task_results
 
 PLAYBOOKS = ["playbooks/deploy.yml", "playbooks/benchmark.yml", "playbooks/drift.yml", "playbooks/fusion_patch.yml",
-             "playbooks/allreduce_bench.yml", "playbooks/drift_check.yml"]
+             "playbooks/allreduce_bench.yml", "playbooks/drift_check.yml", "playbooks/scrape_targets.yml"]
 CHECK = "Require a group that names hosts of the inventory, set where the plays read it"
 HOST = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
 

@@ -349,6 +349,12 @@ def test_the_real_checkout_builds_and_keeps_every_module_util_role_and_playbook(
     assert _files(os.path.join(root, "tests")) == sorted(
         os.path.join("sanity", f) for f in os.listdir(os.path.join(REPO, bc.META_DIR, "tests", "sanity")))
     assert os.path.isfile(os.path.join(root, "CHANGELOG.md"))
+    # the alert rules and the dashboard, byte for byte
+    assert _files(os.path.join(root, "monitoring")) == _files(os.path.join(REPO, "monitoring"))
+    for rel in _files(os.path.join(REPO, "monitoring")):
+        with open(os.path.join(root, "monitoring", rel), "rb") as built, \
+                open(os.path.join(REPO, "monitoring", rel), "rb") as source:
+            assert built.read() == source.read(), rel
     # no short name of a project module is left in a task of the built roles and playbooks
     modules = {n[:-3] for n in names(REPO, "library")}
     for dirpath, _dirs, files in os.walk(root):

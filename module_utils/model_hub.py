@@ -142,9 +142,9 @@ def hub_files(listed, where):
         size, blob, sha256 = item.get("size"), item.get("blob_id"), item.get("lfs_sha256")
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ModelError("%s: %s has no size (the hub gave no files metadata)" % (where, name))
-        if sha256 is not None and not (isinstance(sha256, str) and mm.SHA256_RE.match(sha256.lower())):
+        if sha256 is not None and not (isinstance(sha256, str) and mm.SHA256_RE.fullmatch(sha256.lower())):
             raise ModelError("%s: %s has no LFS sha256 (64 hex digits)" % (where, name))
-        if sha256 is None and not (isinstance(blob, str) and mm.COMMIT_RE.match(blob.lower())):
+        if sha256 is None and not (isinstance(blob, str) and mm.COMMIT_RE.fullmatch(blob.lower())):
             raise ModelError("%s: %s has neither an LFS sha256 nor a git blob id" % (where, name))
         if name in seen:
             raise ModelError("%s: %s is listed twice" % (where, name))
@@ -228,9 +228,9 @@ def hub_info(hf_python, source, revision, token, timeout):
                                                                                failure.get("message")))
         raise ModelError("asking the hub for %s failed: %s" % (describe(source, revision), failure.get("message")))
     commit = answers[-1].get("commit")
-    if not isinstance(commit, str) or not mm.COMMIT_RE.match(commit):
+    if not isinstance(commit, str) or not mm.COMMIT_RE.fullmatch(commit):
         raise ModelError("the hub answered %s without a commit hash" % describe(source, revision))
-    if mm.COMMIT_RE.match(revision) and commit != revision:
+    if mm.COMMIT_RE.fullmatch(revision) and commit != revision:
         raise ModelError("the hub answered %s with commit %s: not the pinned revision, so nothing is fetched"
                          % (describe(source, revision), commit))
     return commit, hub_files(answers[-1].get("files"), "the hub's metadata of %s" % describe(source, commit))
@@ -279,7 +279,7 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
               free=ms.free_bytes, hf_python=None):
     """model_store.ensure for an hf source (already checked by model_manifest.check_source)."""
     counter = [0]
-    pinned = bool(mm.COMMIT_RE.match(revision))
+    pinned = bool(mm.COMMIT_RE.fullmatch(revision))
     if pinned:  # present and recorded under its commit: neither the hub nor the client is asked
         record, problems = present(models_dir, name, revision, verify, counter)
         if record is not None:

@@ -40,14 +40,14 @@ present, refuse_corrupt, result_of, lock_model = (
     ms._present, ms._refuse_corrupt, ms._result, ms._lock)  # pylint: disable=protected-access
 
 # What may go into an ssh command line rsync splits on spaces, and into a remote path the remote shell reads.
-SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9._/+@:=-]*$")
-USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
-ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]+\]?)$")
+SAFE_PATH_RE = re.compile(r"/[A-Za-z0-9._/+@:=-]*\Z")
+USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,31}\Z")
+ADDRESS_RE = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]+\]?)\Z")
 LITERAL_RE = re.compile(r"^Literal data: ([0-9]+)", re.M)
 POLL_S = 0.5
 
 
-HOST_KEY_RE = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*$")
+HOST_KEY_RE = re.compile(r"(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*\Z")
 
 
 def check_transport(transport, work=None):
@@ -66,22 +66,22 @@ def check_transport(transport, work=None):
             raise ModelError("peer_transport.rsh must be a command as a list of words without spaces or quotes")
         return result
     address = result.get("address")
-    if not isinstance(address, str) or not ADDRESS_RE.match(address) or address.startswith("-"):
+    if not isinstance(address, str) or not ADDRESS_RE.fullmatch(address) or address.startswith("-"):
         raise ModelError("peer_transport.address must be a host name or an IP address, got %r" % (address,))
     port = result.get("port")
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ModelError("peer_transport.port must be 1-65535, got %r" % (port,))
     user = result.get("user")
-    if not isinstance(user, str) or not USER_RE.match(user):
+    if not isinstance(user, str) or not USER_RE.fullmatch(user):
         raise ModelError("peer_transport.user must be a login name on the peer, got %r" % (user,))
     for key in ("identity_file", "known_hosts"):
         value = result.get(key)
-        if value is not None and (not isinstance(value, str) or not SAFE_PATH_RE.match(value)):
+        if value is not None and (not isinstance(value, str) or not SAFE_PATH_RE.fullmatch(value)):
             raise ModelError("peer_transport.%s must be an absolute path of letters, digits and ._/+@:=-, got %r"
                              % (key, value))
     if result.get("host_keys") is not None:
         keys = result.pop("host_keys")
-        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and HOST_KEY_RE.match(k.strip())
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and HOST_KEY_RE.fullmatch(k.strip())
                                                              for k in keys):
             raise ModelError("peer_transport.host_keys must list the peer's host public keys, 'TYPE BASE64' each")
         name = address if port == 22 else "[%s]:%d" % (address.strip("[]"), port)

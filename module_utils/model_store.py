@@ -106,11 +106,14 @@ def load_json(data, where):
 
 def read_record(models_dir, name, revision):
     """The record of a verified revision, or None when there is none or it does not hold together. A record that
-    is a link or not a regular file, or a .state folder that is one, is refused (ModelError naming it)."""
+    is a link or not a regular file, or a .state or model folder that is one or that root does not own alone, is
+    refused (ModelError naming it): what decides is only ever what root alone could write."""
     path = record_path(models_dir, name, revision)
     try:
         with tree(models_dir) as models:
-            data = models.read_bytes([name, STATE_DIR, revision + ".json"], MANIFEST_LIMIT)
+            fd = models.open_file([name, STATE_DIR, revision + ".json"], owned=True)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MANIFEST_LIMIT + 1)
     except FileNotFoundError:
         return None
     except UnsafeFile as exc:
@@ -350,6 +353,7 @@ def fetch_manifest(url, token, timeout, deadline=None):
             chunks.append(chunk)
             total += len(chunk)
     except (OSError, http.client.HTTPException) as exc:
+        check_deadline(deadline, "reading the manifest %s" % redact(url))
         raise ModelError("reading the manifest %s failed: %s" % (redact(url), exc))
     finally:
         response.close()

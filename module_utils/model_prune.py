@@ -51,7 +51,7 @@ def _current_revision(models, models_dir, name):
 def recorded_revisions(models, name):
     """The revisions recorded under <name>/.state (a record whose name is no plain revision is refused)."""
     found = []
-    for entry in models.listdir([name, ms.STATE_DIR]):
+    for entry in models.listdir([name, ms.STATE_DIR], owned=True):
         if not entry.endswith(RECORD_SUFFIX) or entry.endswith(PROGRESS_SUFFIX) or entry.startswith("."):
             continue
         revision = entry[:-len(RECORD_SUFFIX)]
@@ -92,7 +92,7 @@ def _plan(models, models_dir, name, keep):
         records += [path for path in (ms.progress_path(models_dir, name, revision),
                                       ms.record_path(models_dir, name, revision))
                     if models.stat(ms.relative(models_dir, path)) is not None]
-    for entry in models.listdir([name]) if models.kind([name]) == "folder" else []:
+    for entry in models.listdir([name], owned=True) if models.kind([name]) == "folder" else []:
         if entry.startswith(ms.PARTIAL) and entry[len(ms.PARTIAL):] not in kept:
             models.kind([name, entry])  # a link or a FIFO in a .partial-'s place is refused, never removed through
             folders.append(os.path.join(models_dir, name, entry))

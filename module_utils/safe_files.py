@@ -178,10 +178,10 @@ class Tree(object):
             os.close(fd)
             raise
 
-    def listdir(self, relative):
-        """The names in a folder ([] when it is absent)."""
+    def listdir(self, relative, owned=False):
+        """The names in a folder ([] when it is absent); OWNED: only a folder root alone can change is listed."""
         try:
-            fd = self.open_dir(relative)
+            fd = self.open_dir(relative, owned=owned)
         except FileNotFoundError:
             return []
         try:

@@ -134,6 +134,8 @@ options:
   hf_python:
     description:
       - C(hf) the interpreter of a venv holding C(huggingface_hub) (the sglang_model role's C(sglang_model_hf_venv)).
+      - It, its venv and every folder above them up to C(/) must be root's alone (not writable by group or others),
+        or the module refuses to run it with the token.
       - In check mode before it exists, the revision is reported as to be fetched, its size not known.
     type: path
   hf_require_commit:
@@ -200,7 +202,7 @@ EXAMPLES = r"""
     name: Kimi-K2.5
     revision: 0123456789abcdef0123456789abcdef01234567
     models_dir: /var/lib/sglang/models
-    hf_python: /var/lib/sglang/models/.hf-client/bin/python
+    hf_python: /opt/sglang-hf-client/venv/bin/python
     source:
       type: hf
       repo: moonshotai/Kimi-K2.5

@@ -34,6 +34,7 @@ import tempfile
 from ansible.module_utils import hf_client
 from ansible.module_utils import model_manifest as mm
 from ansible.module_utils import model_store as ms
+from ansible.module_utils import root_trust
 from ansible.module_utils.model_manifest import ModelError
 
 # model_store's steps for one revision, shared with the http source.
@@ -298,6 +299,11 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
                              "known; it would be fetched" % (hf_python, describe(source, revision)))
         raise ModelError("the hf client's Python %s does not exist: the sglang_model role makes its venv "
                          "(sglang_model_hf_venv), or point hf_python at a venv holding huggingface_hub" % hf_python)
+    problem = root_trust.interpreter_problem(hf_python, os.geteuid())
+    if problem:
+        raise ModelError("the hf client's Python %s is not run with the token: %s (root runs only what root alone "
+                         "can change, every folder up to / included: make its venv root's, outside the models "
+                         "folder, e.g. sglang_model_hf_venv's default)" % (hf_python, problem))
     token = ms.read_token(source.get("token_file"))
     commit, expected = hub_info(hf_python, source, revision, token, timeout)
     final = ms.revision_dir(models_dir, name, commit)

@@ -182,3 +182,18 @@ def test_peer_still_copies_into_a_clean_tree(home, tmp_path, peer):  # noqa: F81
     result = peer_copy(home, tmp_path, peer)
     assert result["changed"] and json.loads(open(home.path("m", ".state", "r1.json")).read())["revision"] == "r1"
     assert home.decoy_unchanged()
+
+
+def test_hf_never_runs_a_client_the_service_user_could_change_nor_hands_it_the_token(home, hub, hf_python, tmp_path):
+    """The venv inside the service user's models folder (the old default): refused before the client runs."""
+    venv = home.path(".hf-client")
+    os.makedirs(os.path.join(venv, "bin"))
+    os.symlink(hf_python, os.path.join(venv, "bin", "python"))
+    token = tmp_path / "token"
+    token.write_text("hf_never_shown\n")
+    with pytest.raises(ModelError, match=r"the hf client's Python .*\.hf-client/bin/python is not run with the token: "
+                                         r".*/home is owned by uid %d, not 0" % home.uid):
+        ms.ensure(home.models, "m", COMMIT, {"type": "hf", "repo": REPO_ID, "endpoint": hub.endpoint,
+                                             "token_file": str(token)},
+                  hf_python=os.path.join(venv, "bin", "python"), free=PLENTY)
+    assert hub.log == []

@@ -338,10 +338,11 @@ def main():
                                     file_deadline=params["file_deadline"] or None,
                                     fetch_deadline=params["fetch_deadline"] or None)
     except ModelError as exc:
-        module.fail_json(msg="%s revision %s: %s" % (params["name"], params["revision"], exc), changed=False)
+        module.fail_json(msg=param_checks.printable("%s revision %s: %s" % (params["name"], params["revision"], exc)),
+                         changed=False)
     except OSError as exc:
-        module.fail_json(msg="%s revision %s: %s (%s); a partial copy is never used" % (
-            params["name"], params["revision"], exc.strerror or exc, exc.filename or target), changed=False)
+        module.fail_json(msg=param_checks.printable("%s revision %s: %s (%s); a partial copy is never used" % (
+            params["name"], params["revision"], exc.strerror or exc, exc.filename or target)), changed=False)
     revision = result.get("revision") or params["revision"]
     result["model"] = {"name": params["name"], "revision": revision, "path": result["model_path"],
                        "manifest_sha256": result["manifest_sha256"], "models_dir": params["models_dir"],
@@ -356,7 +357,7 @@ def main():
         result["diff"] = {"before": "" if absent else "%s\n" % result["model_path"],
                           "after": "%s (%s)\n" % (result["model_path"], result["manifest_sha256"]),
                           "before_header": target, "after_header": target}
-    module.exit_json(**result)
+    module.exit_json(**param_checks.printable(result))
 
 
 if __name__ == "__main__":

@@ -70,11 +70,12 @@ def main():
     try:
         removed = model_prune.prune(params["models_dir"], params["name"], params["keep"], module.check_mode)
     except ModelError as exc:
-        module.fail_json(msg="sglang_model_prune: %s" % exc, changed=False)
+        module.fail_json(msg=param_checks.printable("sglang_model_prune: %s" % exc), changed=False)
     except OSError as exc:
-        module.fail_json(msg="sglang_model_prune: %s: %s (what was removed before stays removed; run again)" % (
-            exc.filename or params["models_dir"], exc.strerror or exc), changed=False)
-    result = dict(changed=bool(removed), removed=removed)
+        module.fail_json(msg=param_checks.printable(
+            "sglang_model_prune: %s: %s (what was removed before stays removed; run again)" % (
+                exc.filename or params["models_dir"], exc.strerror or exc)), changed=False)
+    result = dict(changed=bool(removed), removed=param_checks.printable(removed))
     if module._diff and removed:
         result["diff"] = {"before": "".join(path + "\n" for path in removed), "after": "",
                           "before_header": params["name"], "after_header": params["name"]}

@@ -93,7 +93,8 @@ def _plan(models, models_dir, name, keep):
                                       ms.record_path(models_dir, name, revision))
                     if models.stat(ms.relative(models_dir, path)) is not None]
     for entry in models.listdir([name], owned=True) if models.kind([name]) == "folder" else []:
-        if entry.startswith(ms.PARTIAL) and entry[len(ms.PARTIAL):] not in kept:
+        revision = entry[len(ms.PARTIAL):]
+        if entry.startswith(ms.PARTIAL) and revision not in kept and not mm.revision_problem("", revision):
             models.kind([name, entry])  # a link or a FIFO in a .partial-'s place is refused, never removed through
             folders.append(os.path.join(models_dir, name, entry))
     return folders + records

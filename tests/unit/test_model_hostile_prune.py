@@ -129,3 +129,17 @@ def test_switch_current_refuses_a_revision_folder_that_is_a_link(home):
 def test_the_current_module_refuses_a_reserved_revision(home):
     result = run_module("sglang_model_current", {"models_dir": home.models, "name": "m", "revision": "current"})
     assert result.get("failed") and "is reserved" in result["msg"] and "Traceback" not in json.dumps(result)
+
+
+def test_names_that_are_not_utf8_get_the_modules_own_message(home):
+    """A folder or record whose name is not UTF-8 (a lone surrogate once decoded) never breaks the result."""
+    os.mkdir(os.path.join(home.models.encode(), b"m", b".partial-\xff"))
+    result = run_module("sglang_model_prune", {"models_dir": home.models, "name": "m", "keep": ["r1", "r2", "r3"]})
+    assert not result.get("failed") and result["removed"] == [], result  # not a folder this store made: it stays
+    assert os.path.isdir(os.path.join(home.models.encode(), b"m", b".partial-\xff"))
+    with open(os.path.join(home.models.encode(), b"m", b".state", b"\xff.json"), "w") as handle:
+        handle.write("{}")
+    result = run_module("sglang_model_prune", {"models_dir": home.models, "name": "m", "keep": []})
+    assert result.get("failed") and "Refusing to deserialize" not in result["msg"], result
+    assert "\\udcff.json: the record's revision must be" in result["msg"] and "got '\\udcff'" in result["msg"]
+    assert os.path.isdir(home.path("m", "r1"))

@@ -166,3 +166,29 @@ def test_the_fetch_still_works_in_a_clean_tree_and_the_revision_is_roots(home, m
     info = os.lstat(result["model_path"])
     assert info.st_uid == 0 and not info.st_mode & 0o022
     assert home.decoy_unchanged()
+
+
+def test_the_fetch_module_answers_a_planted_link_with_its_own_message(home, mirror):
+    from tests.helpers.ansible_run import run_module  # pylint: disable=import-outside-toplevel
+
+    home.plant(plant_link(home.path("m", ".partial-r1"), home.decoy))
+    result = run_module("sglang_model_fetch", {"name": "m", "revision": "r1", "models_dir": home.models,
+                                               "space_margin_mb": 0, "source": {"type": "http", "url": mirror.url}})
+    assert result.get("failed") and result["changed"] is False, result
+    assert "Traceback" not in json.dumps(result) and "module_stderr" not in result, result
+    assert (home.path("m", ".partial-r1") + " is a symbolic link" in result["msg"]
+            or home.path("m") + " is owned by uid %d" % home.uid in result["msg"]), result["msg"]
+    assert home.decoy_unchanged()
+
+
+@pytest.mark.parametrize("name", ["a\ud800b", "tok/\udcff", "x\n"])
+def test_the_fetch_module_answers_a_manifest_name_that_is_no_name_with_its_own_message(home, mirror, name):
+    from tests.helpers.ansible_run import run_module  # pylint: disable=import-outside-toplevel
+
+    mirror.manifest = mirror.manifest + [{"name": name, "size": 0, "sha256": "0" * 64}]
+    home.root_model()
+    result = run_module("sglang_model_fetch", {"name": "m", "revision": "r1", "models_dir": home.models,
+                                               "space_margin_mb": 0, "source": {"type": "http", "url": mirror.url}})
+    assert result.get("failed") and "Refusing to deserialize" not in result["msg"], result
+    assert "surrogate" in result["msg"] or "control characters" in result["msg"], result["msg"]
+    assert sorted(os.listdir(home.path("m"))) == []

@@ -160,7 +160,7 @@ def place(partial, final):
     try:
         with safe_files.Tree(folder) as here:
             name = os.path.basename(os.path.abspath(partial))
-            here.open_dir([name], owned=True)
+            os.close(here.open_dir([name], owned=True))
             here.chmod_tree([name])
             here.rename([], name, os.path.basename(os.path.abspath(final)))
     except UnsafeFile as exc:

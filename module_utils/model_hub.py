@@ -154,6 +154,7 @@ def hub_files(listed, where):
         seen.add(name)
         result.append({"name": name, "size": size, "sha256": sha256.lower() if sha256 else None,
                        "git_sha1": blob.lower() if isinstance(blob, str) else None, "lfs": sha256 is not None})
+    mm.refuse_prefix_clash(seen, where)
     return sorted(result, key=lambda entry: entry["name"])
 
 

@@ -220,15 +220,21 @@ def parse_manifest(data, where="manifest"):
             raise ModelError("%s: %s is listed twice" % (where, name))
         seen.add(name)
         result.append({"name": name, "size": size, "sha256": digest.lower()})
+    refuse_prefix_clash(seen, where)
+    return sorted(result, key=lambda entry: entry["name"])
+
+
+def refuse_prefix_clash(names, where):
+    """ModelError when one name is a file and also a folder of another (``a`` and ``a/c``, whatever sorts between)."""
+    names = set(names)
     folders = set()
-    for name in seen:
+    for name in names:
         parts = name.split("/")
         folders.update("/".join(parts[:index]) for index in range(1, len(parts)))
-    clash = sorted(seen & folders)
+    clash = sorted(names & folders)
     if clash:
-        inside = sorted(name for name in seen if name.startswith(clash[0] + "/"))
+        inside = sorted(name for name in names if name.startswith(clash[0] + "/"))
         raise ModelError("%s: %s is both a file and a folder of %s" % (where, clash[0], inside[0]))
-    return sorted(result, key=lambda entry: entry["name"])
 
 
 def manifest_digest(files):

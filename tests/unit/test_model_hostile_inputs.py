@@ -154,3 +154,11 @@ def test_no_pattern_of_the_model_utils_is_anchored_with_a_dollar():
                  "hf_client.py", "safe_files.py"):
         text = open(os.path.join(root, name)).read()
         assert '$")' not in text and "$')" not in text, name
+
+
+def test_the_hubs_file_list_with_a_prefix_clash_is_refused():
+    from ansible.module_utils import model_hub as mh  # pylint: disable=import-outside-toplevel
+
+    listed = [{"name": name, "size": 1, "blob_id": "1" * 40, "lfs_sha256": None} for name in ("a", "a.b", "a/c")]
+    with pytest.raises(ModelError, match="hub: a is both a file and a folder of a/c"):
+        mh.hub_files(listed, "the hub")

@@ -211,8 +211,8 @@ class Tree(object):
         finally:
             os.close(dirfd)
         now = os.fstat(fd)
-        if not stat.S_ISREG(now.st_mode) or (info is not None and (now.st_dev, now.st_ino) != (info.st_dev,
-                                                                                              info.st_ino)):
+        swapped = info is not None and (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino)
+        if not stat.S_ISREG(now.st_mode) or swapped:
             os.close(fd)
             raise UnsafeFile("%s changed into %s while it was opened: refused" % (
                 self.shown(parts), kind_of(now.st_mode)))

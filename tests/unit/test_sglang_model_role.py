@@ -70,3 +70,6 @@ def test_role_makes_the_hf_client_and_fetches_without_showing_the_token(tmp_path
         assert hub.log == []
         rc, report = run_playbook(PLAYBOOK, dict(extra, sglang_model_hf_require_commit=True), check=True)
         assert rc == 2 and "40-hex commit" in failure(report)[1] and hub.log == []
+        rc, report = run_playbook(PLAYBOOK, dict(extra, sglang_model_hf_venv=str(tmp_path / "models" / ".hf-client")))
+        assert rc == 2 and "the venv outside sglang_model_dir" in failure(report)[1] and hub.log == []
+        assert not (tmp_path / "models" / ".hf-client").exists()

@@ -15,6 +15,10 @@ description:
     and the C(.partial-) folder of any revision not kept.
   - A path source's own folder (outside I(models_dir)) is never removed, only its record; anything the store did not
     make stays.
+  - Nothing is removed through a link (folders go by a walk relative to their descriptors). A link in the place of a
+    revision or C(.partial-) folder, a model or records folder root does not own alone, a record named as no
+    revision, or a C(current) link naming no recorded revision is refused, naming the path and the rule, and
+    nothing is pruned.
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:

@@ -4,7 +4,10 @@
 Kept: the revision <name>/current points at (what the server loads), and the revisions asked to be kept (the ones
 this deploy wants). Removed, for every other revision this store recorded: its folder (only one under the models
 directory; a path source's own folder is never touched), its record and its progress file; and every .partial-
-folder of a revision not kept (a fetch that will not be resumed). Anything the store did not make stays.
+folder of a revision not kept (a fetch that will not be resumed). Anything the store did not make stays. Folders go
+by a descriptor-relative walk that never follows a link (module_utils/safe_files.py); a link in the place of a
+revision or a .partial- folder, a record named as no revision, a current link that names no recorded revision: each
+is refused, and nothing is pruned.
 """
 from __future__ import annotations
 

@@ -14,6 +14,10 @@ Layout under the models directory (one folder per model name):
     <name>/current                     NOT written here: the server's restart path switches it (switch_current)
                                        once the server is to run the revision, never under a running server
 
+Every path below the models directory is reached through module_utils/safe_files.py: no link followed, no FIFO or
+device opened, writes only into folders root alone can change (``<name>``, ``.state``, ``.partial-<revision>``),
+records read only from such folders; anything else is refused with a message naming the path and the rule.
+
 ``ensure`` does one model (sources ``path`` and ``http`` here, ``hf`` in module_utils/model_hub.py, ``peer`` in
 module_utils/model_peer.py);
 module_utils/model_manifest.py checks the source spec and the manifest. Tokens: a source names a token file on the
@@ -318,6 +322,7 @@ def open_url(url, token, timeout, start=0, deadline=None):
                                     follow_redirects="none", use_netrc=False)
         except urllib.error.HTTPError as exc:
             location = exc.headers.get("Location") if exc.code in (301, 302, 303, 307, 308) else None
+            exc.close()
             if not location:
                 raise ModelError("GET %s answered %d %s" % (redact(url), exc.code, exc.reason))
             url = urllib.parse.urljoin(url, location)

@@ -124,7 +124,9 @@ options:
     type: int
     default: 7200
   fetch_deadline:
-    description: C(http) seconds the whole fetch may take (manifest and every file). C(0) for no limit.
+    description:
+      - Seconds the whole fetch may take (C(http) the manifest and every file; C(hf) the client, killed past it;
+        C(peer) rsync, killed past it). What arrived is kept. C(0) for no limit.
     type: int
     default: 86400
   retries:

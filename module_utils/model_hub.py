@@ -30,6 +30,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import threading
 
 from ansible.module_utils import hf_client
 from ansible.module_utils import model_manifest as mm
@@ -78,10 +79,11 @@ def scrub(text, token):
     return text.replace(token, "***") if token and isinstance(text, str) else text
 
 
-def run_client(hf_python, request, endpoint, timeout, on_event=None, pass_fds=()):
+def run_client(hf_python, request, endpoint, timeout, on_event=None, pass_fds=(), deadline=None):
     """Run hf_client.py with the request on stdin; returns (events, exit status, stderr's last lines). The request
     may hold the token: it goes through the pipe only, and is scrubbed from everything returned. PASS_FDS: the
-    descriptors the child inherits (the .partial- folder it writes below)."""
+    descriptors the child inherits (the .partial- folder it writes below). DEADLINE (monotonic): the child is killed
+    when it runs past it (ms.DeadlineError)."""
     token = request.get("token")
     work = tempfile.mkdtemp(prefix="sglang-hf-")
     try:
@@ -99,6 +101,10 @@ def run_client(hf_python, request, endpoint, timeout, on_event=None, pass_fds=()
             except OSError as exc:
                 raise ModelError("cannot start the hf client %s: %s" % (hf_python, exc.strerror or exc))
             events = []
+            left = ms.remaining(deadline)
+            killer = threading.Timer(max(0.0, left), proc.kill) if left is not None else None
+            if killer is not None:
+                killer.start()
             try:
                 proc.stdin.write(json.dumps(request).encode("utf-8"))
                 proc.stdin.close()
@@ -115,10 +121,13 @@ def run_client(hf_python, request, endpoint, timeout, on_event=None, pass_fds=()
             finally:
                 proc.stdout.close()
                 status = proc.wait()
+                if killer is not None:
+                    killer.cancel()
             errors.seek(0)
             tail = scrub(errors.read().decode("utf-8", "replace"), token).strip().splitlines()[-5:]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    ms.check_deadline(deadline, "the hf client")
     return events, status, tail
 
 
@@ -217,11 +226,11 @@ def describe(source, revision):
     return "%s@%s on %s" % (source["repo"], revision, source.get("endpoint") or "the default hub")
 
 
-def hub_info(hf_python, source, revision, token, timeout):
+def hub_info(hf_python, source, revision, token, timeout, deadline=None):
     """(commit, expected files) for the revision, through the client; ModelError names what the hub refused."""
     request = {"op": "info", "repo": source["repo"], "revision": revision, "endpoint": source.get("endpoint"),
                "token": token, "timeout": timeout}
-    events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout)
+    events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout, deadline=deadline)
     answers = [event for event in events if event.get("event") == "info"]
     if status != 0 or not answers:
         failure = _client_failure(events, status, tail, "asking the hub for %s" % describe(source, revision))
@@ -245,7 +254,7 @@ def hub_info(hf_python, source, revision, token, timeout):
     return commit, hub_files(answers[-1].get("files"), "the hub's metadata of %s" % describe(source, commit))
 
 
-def _fetch_files(hf_python, source, commit, expected, staging, token, timeout, retries, progress):
+def _fetch_files(hf_python, source, commit, expected, staging, token, timeout, retries, progress, deadline=None):
     """Run the client over the files; returns (reported {name: event}, failure event or None)."""
     completed, base_transferred, base_done = [0], progress.transferred, progress.done
 
@@ -267,7 +276,8 @@ def _fetch_files(hf_python, source, commit, expected, staging, token, timeout, r
                    "token": token, "timeout": timeout, "retries": retries, "dir_fd": folder,
                    "files": [{"name": entry["name"], "size": entry["size"], "etag": etag(entry)}
                              for entry in expected]}
-        events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout, on_event, (folder,))
+        events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout, on_event, (folder,),
+                                          deadline)
     finally:
         os.close(folder)
     reported = {event["name"]: event for event in events if event.get("event") == "file" and "name" in event}
@@ -279,7 +289,7 @@ def _fetch_files(hf_python, source, commit, expected, staging, token, timeout, r
 
 
 def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check_mode=False, timeout=60, retries=3,
-              free=ms.free_bytes, hf_python=None):
+              free=ms.free_bytes, hf_python=None, deadline=None):
     """model_store.ensure for an hf source (already checked by model_manifest.check_source)."""
     counter = [0]
     pinned = bool(mm.COMMIT_RE.fullmatch(revision))
@@ -306,7 +316,7 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
                          "can change, every folder up to / included: make its venv root's, outside the models "
                          "folder, e.g. sglang_model_hf_venv's default)" % (hf_python, problem))
     token = ms.read_token(source.get("token_file"))
-    commit, expected = hub_info(hf_python, source, revision, token, timeout)
+    commit, expected = hub_info(hf_python, source, revision, token, timeout, deadline)
     final = ms.revision_dir(models_dir, name, commit)
     extra = {"commit": commit, "requested_revision": revision, "repo": source["repo"]}
     if not pinned:  # a branch or tag: the commit it names now may be in place already
@@ -342,7 +352,8 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
         progress = ms.Progress(ms.progress_path(models_dir, name, commit), sum(e["size"] for e in expected),
                                models_dir=models_dir)
         try:
-            files = _fetch_verified(hf_python, source, commit, expected, staging, token, timeout, retries, progress)
+            files = _fetch_verified(hf_python, source, commit, expected, staging, token, timeout, retries, progress,
+                                    deadline)
         finally:
             progress.tick(force=True, state="fetching" if progress.done < progress.total else "verified")
         problems = mm.verify_dir(partial, files, "size")
@@ -359,13 +370,15 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
                      progress_file=progress.path, revision=commit, requested_revision=revision)
 
 
-def _fetch_verified(hf_python, source, commit, expected, staging, token, timeout, retries, progress):
+def _fetch_verified(hf_python, source, commit, expected, staging, token, timeout, retries, progress,
+                    deadline=None):
     """Every file fetched and verified, as manifest entries {name, size, sha256}; a file that fails is removed and,
     when a kept part may be what was wrong, fetched once more from its first byte; otherwise refused by name."""
     todo, again, verified = list(expected), True, {}
     while todo:
         kept_before = {entry["name"]: staging.kept(entry) is not None for entry in todo}
-        reported, failure = _fetch_files(hf_python, source, commit, todo, staging, token, timeout, retries, progress)
+        reported, failure = _fetch_files(hf_python, source, commit, todo, staging, token, timeout, retries, progress,
+                                         deadline)
         bad, retry = [], []
         for entry in todo:
             event = reported.get(entry["name"])

@@ -127,9 +127,10 @@ def describe(source):
     return "peer %s (%s)" % (source["host"], source["peer_dir"])
 
 
-def run_rsync(argv, timeout, watch=None, pass_fds=()):
+def run_rsync(argv, timeout, watch=None, pass_fds=(), deadline=None):
     """Run rsync; returns (exit status, stdout, stderr's last lines). watch() is called every POLL_S while it runs;
-    PASS_FDS: descriptors rsync inherits (the folder it writes into)."""
+    PASS_FDS: descriptors rsync inherits (the folder it writes into). DEADLINE (monotonic): rsync is killed when it
+    runs past it (ms.DeadlineError; what arrived is kept)."""
     rsync = shutil.which("rsync")
     if rsync is None:
         raise ModelError("rsync is not installed on this host (apt-get install rsync); the peer needs it too")
@@ -146,6 +147,11 @@ def run_rsync(argv, timeout, watch=None, pass_fds=()):
             except subprocess.TimeoutExpired:
                 if watch is not None:
                     watch()
+                left = ms.remaining(deadline)
+                if left is not None and left <= 0:
+                    proc.kill()
+                    proc.wait()
+                    ms.check_deadline(deadline, "copying from the peer")
         out.seek(0)
         err.seek(0)
         return (proc.returncode, out.read().decode("utf-8", "replace"),
@@ -156,13 +162,13 @@ def base_args(transport, timeout):
     return ["--timeout=%d" % max(timeout, 1), "-e", ssh_command(transport, timeout)]
 
 
-def peer_record(source, name, revision, transport, timeout, work):
+def peer_record(source, name, revision, transport, timeout, work, deadline=None):
     """The peer's record of the revision, checked; ModelError when it has none or it is not the pinned revision."""
     relative = "%s/%s/%s.json" % (name, ms.STATE_DIR, revision)
     local = os.path.join(work, "record", name, ms.STATE_DIR, revision + ".json")
     os.makedirs(os.path.dirname(local))
     status, _out, tail = run_rsync(base_args(transport, timeout) + [
-        remote(transport, source["peer_dir"], relative), local], timeout)
+        remote(transport, source["peer_dir"], relative), local], timeout, deadline=deadline)
     if status != 0 or not os.path.isfile(local):
         raise ModelError("%s holds no verified copy of %s revision %s that it can send (copying its record %s "
                          "failed: rsync exit %s: %s)" % (describe(source), name, revision, relative, status,
@@ -193,7 +199,7 @@ def _bytes_under(folder):
     return total
 
 
-def _copy(source, name, revision, files, staging, transport, timeout, progress, work):
+def _copy(source, name, revision, files, staging, transport, timeout, progress, work, deadline=None):
     """One rsync of the files into the partial folder; ModelError when it stops (what arrived is kept).
 
     rsync writes below the folder as this side opened it (no link on the way, root's own, nothing in it but regular
@@ -222,7 +228,7 @@ def _copy(source, name, revision, files, staging, transport, timeout, progress, 
             "--files-from=" + listing, "--times", "--partial", "--append-verify", "--stats", "--no-human-readable",
             "--no-links", "--no-devices", "--no-specials",
             remote(transport, source["peer_dir"], "%s/%s/" % (name, revision)), "/proc/self/fd/%d/" % folder],
-            timeout, watch, pass_fds=(folder,))
+            timeout, watch, pass_fds=(folder,), deadline=deadline)
     finally:
         os.close(folder)
     watch()
@@ -250,7 +256,7 @@ def _tidy(staging, files):
 
 
 def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, check_mode=False, timeout=60,
-                retries=3, free=ms.free_bytes, transport=None, probe=False):
+                retries=3, free=ms.free_bytes, transport=None, probe=False, deadline=None):
     """model_store.ensure for a peer source (already checked by model_manifest.check_source)."""
     source = dict(source, peer_dir=source.get("path") or models_dir)
     final, counter = ms.revision_dir(models_dir, name, revision), [0]
@@ -270,7 +276,7 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
     work = tempfile.mkdtemp(prefix="sglang-peer-")
     try:
         transport = check_transport(transport, work)
-        peer = peer_record(source, name, revision, transport, timeout, work)
+        peer = peer_record(source, name, revision, transport, timeout, work, deadline)
         files = peer["files"]
         extra = {"copied_from": source["host"], "peer_verified_at": peer.get("verified_at")}
         # In place without a record (a run stopped after the rename, or by hand): hashed, if root's alone.
@@ -296,7 +302,7 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
                                    models_dir=models_dir)
             try:
                 copied = _copy_verified(source, name, revision, files, staging, transport, timeout, retries,
-                                        progress, counter, work)
+                                        progress, counter, work, deadline)
             finally:
                 progress.tick(force=True, state="fetching" if progress.done < progress.total else "verified")
             _tidy(staging, files)
@@ -313,7 +319,8 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
                      copied_from=source["host"])
 
 
-def _copy_verified(source, name, revision, files, staging, transport, timeout, retries, progress, counter, work):
+def _copy_verified(source, name, revision, files, staging, transport, timeout, retries, progress, counter, work,
+                   deadline=None):
     """rsync until every file arrived (resuming up to retries times), then every file hashed; a file that differs
     is removed and, when a stopped run had kept part of it, copied once more; else refused by name."""
     todo, again, copied = list(files), True, 0
@@ -322,8 +329,11 @@ def _copy_verified(source, name, revision, files, staging, transport, timeout, r
         attempt = 0
         while True:
             try:
-                copied += _copy(source, name, revision, todo, staging, transport, timeout, progress, work)
+                copied += _copy(source, name, revision, todo, staging, transport, timeout, progress, work,
+                                deadline)
                 break
+            except ms.DeadlineError:
+                raise
             except ModelError:
                 attempt += 1
                 if attempt > retries:

@@ -590,7 +590,8 @@ def ensure(models_dir, name, revision, source, verify="size", margin=0, check_mo
     module_utils/model_hub.py); ``hf_require_commit`` refuses an hf revision that is not a 40-hex commit.
     ``peer_transport`` says how to reach a peer (module_utils/model_peer.py); ``peer_probe`` only reports whether a
     peer source's revision is here (``present``), copying nothing. ``file_deadline`` and ``fetch_deadline``: seconds
-    one file and the whole fetch (http) may take, however steadily bytes arrive (None: no limit)."""
+    one file (http) and the whole fetch (http, hf, peer: the client or rsync is killed) may take, however steadily
+    bytes arrive (None: no limit)."""
     mm.check_name("name", name)
     mm.check_revision("revision", revision)
     if verify not in mm.VERIFY_MODES:
@@ -606,12 +607,13 @@ def ensure(models_dir, name, revision, source, verify="size", margin=0, check_mo
             from ansible.module_utils import model_hub  # pylint: disable=import-outside-toplevel
 
             return model_hub.ensure_hf(models_dir, name, revision, source, verify, margin, check_mode, timeout,
-                                       retries, free, hf_python)
+                                       retries, free, hf_python, Deadlines(None, fetch_deadline).fetch())
         if source["type"] == "peer":
             from ansible.module_utils import model_peer  # pylint: disable=import-outside-toplevel
 
             return model_peer.ensure_peer(models_dir, name, revision, source, verify, margin, check_mode, timeout,
-                                          retries, free, peer_transport, peer_probe)
+                                          retries, free, peer_transport, peer_probe,
+                                          Deadlines(None, fetch_deadline).fetch())
         deadlines = Deadlines(file_deadline, fetch_deadline)
         return _ensure_http(models_dir, name, revision, source, verify, margin, check_mode, timeout, retries, free,
                             deadlines)

@@ -197,3 +197,26 @@ def test_hf_never_runs_a_client_the_service_user_could_change_nor_hands_it_the_t
                                              "token_file": str(token)},
                   hf_python=os.path.join(venv, "bin", "python"), free=PLENTY)
     assert hub.log == []
+
+
+@needs_rsync
+def test_a_peer_copy_that_runs_past_the_fetch_deadline_is_stopped(home, tmp_path, peer):  # noqa: F811
+    slow = tmp_path / "slow-ssh"
+    slow.write_text("#!/bin/sh\nexec sleep 600\n")
+    slow.chmod(0o755)
+    with pytest.raises(ms.DeadlineError, match="copying from the peer took longer than its deadline"):
+        ms.ensure(home.models, "m", "r1", {"type": "peer", "host": "g1", "path": str(peer)},
+                  peer_transport={"rsh": [str(slow)], "address": "g1"}, free=PLENTY, fetch_deadline=1)
+    assert not os.path.exists(home.path("m", "r1"))
+
+
+def test_an_hf_client_that_runs_past_the_fetch_deadline_is_killed(home, hf_python):
+    import socket  # pylint: disable=import-outside-toplevel
+
+    with socket.socket() as silent:  # accepts connections (the backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        endpoint = "http://127.0.0.1:%d" % silent.getsockname()[1]
+        with pytest.raises(ms.DeadlineError, match="the hf client took longer than its deadline"):
+            ms.ensure(home.models, "m", COMMIT, {"type": "hf", "repo": REPO_ID, "endpoint": endpoint},
+                      hf_python=hf_python, free=PLENTY, timeout=600, fetch_deadline=2)

@@ -80,11 +80,12 @@ def main():
     try:
         previous, target = model_store.switch_current(models_dir, name, revision, check_mode=module.check_mode)
     except model_manifest.ModelError as exc:
-        module.fail_json(msg="sglang_model_current: %s" % exc, changed=False, link=link)
+        module.fail_json(msg=param_checks.printable("sglang_model_current: %s" % exc), changed=False, link=link)
     except OSError as exc:
-        module.fail_json(msg="sglang_model_current: %s: %s; current left as it was" % (
-            exc.filename or link, exc.strerror or exc), changed=False, link=link)
-    result = dict(changed=previous != target, link=link, previous=previous, target=target)
+        module.fail_json(msg=param_checks.printable("sglang_model_current: %s: %s; current left as it was" % (
+            exc.filename or link, exc.strerror or exc)), changed=False, link=link)
+    result = dict(changed=previous != target, link=link, previous=param_checks.printable(previous),
+                  target=target)
     if module._diff:
         result["diff"] = {"before": "%s\n" % previous if previous else "", "after": "%s\n" % target,
                           "before_header": link, "after_header": link}

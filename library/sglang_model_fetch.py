@@ -22,6 +22,11 @@ description:
   - A verified revision is recorded in C(<name>/.state/<revision>.json) (the manifest and its digest). A revision in
     place with its record is checked by size alone (I(verify=size), no download, no hashing, the mirror is not
     asked); I(verify=full) hashes every file again. A copy that fails is never used, and the message names the file.
+  - Root never follows a link in the models tree, nor opens a FIFO or device there; folders it writes into
+    (C(.state), C(.partial-<revision>)) must be its own and not writable by group or others. Such a path is refused
+    with a message naming it and the rule (see C(module_utils/safe_files.py)).
+  - Credentials in a URL (C(user:password@), a query, a fragment) are never recorded nor returned; the bearer token
+    is sent only to the origin (scheme, host, port) it was given for, never across a redirect to another one.
   - Bytes, total and rate of a fetch in progress are written to C(<name>/.state/<revision>.progress.json) every few
     seconds, and returned at the end.
   - The C(current) link of a model is not switched here; the server's restart path owns it
@@ -112,6 +117,18 @@ options:
     description: Seconds a connection to the mirror may stay silent.
     type: int
     default: 60
+  file_deadline:
+    description:
+      - C(http) seconds one file may take, however steadily its bytes arrive (a mirror that sends a byte now and
+        then is stopped); what arrived is kept and the next run resumes it. C(0) for no limit.
+    type: int
+    default: 7200
+  fetch_deadline:
+    description:
+      - Seconds the whole fetch may take (C(http) the manifest and every file; C(hf) the client, killed past it;
+        C(peer) rsync, killed past it). What arrived is kept. C(0) for no limit.
+    type: int
+    default: 86400
   retries:
     description: How many times one run resumes a file whose transfer stopped.
     type: int
@@ -119,6 +136,8 @@ options:
   hf_python:
     description:
       - C(hf) the interpreter of a venv holding C(huggingface_hub) (the sglang_model role's C(sglang_model_hf_venv)).
+      - It, its venv and every folder above them up to C(/) must be root's alone (not writable by group or others),
+        or the module refuses to run it with the token.
       - In check mode before it exists, the revision is reported as to be fetched, its size not known.
     type: path
   hf_require_commit:
@@ -185,7 +204,7 @@ EXAMPLES = r"""
     name: Kimi-K2.5
     revision: 0123456789abcdef0123456789abcdef01234567
     models_dir: /var/lib/sglang/models
-    hf_python: /var/lib/sglang/models/.hf-client/bin/python
+    hf_python: /opt/sglang-hf-client/venv/bin/python
     source:
       type: hf
       repo: moonshotai/Kimi-K2.5
@@ -255,6 +274,7 @@ from ansible.module_utils import model_store
 # that a runner which ships only the imports it finds at the top (Mitogen's strategy) ships them too.
 from ansible.module_utils import model_hub  # noqa: F401  pylint: disable=unused-import
 from ansible.module_utils import model_peer  # noqa: F401  pylint: disable=unused-import
+from ansible.module_utils import model_manifest
 from ansible.module_utils.model_manifest import ModelError
 from ansible.module_utils import param_checks
 
@@ -272,6 +292,16 @@ TRANSPORT_OPTIONS = dict(
 )
 
 
+def url_secrets(source):
+    """What may be a credential in the source's URLs (user, password, query, fragment): masked in every output."""
+    found = []
+    for key in ("url", "manifest_url", "endpoint"):
+        value = (source or {}).get(key)
+        if isinstance(value, str):
+            found += [part for part in model_manifest.url_secrets(value) if len(part) > 2]
+    return found
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -280,6 +310,7 @@ def main():
             source=dict(type="dict", required=True, options=SOURCE_OPTIONS),
             verify=dict(type="str", choices=["size", "full"], default="size"),
             space_margin_mb=dict(type="int", default=1024), timeout=dict(type="int", default=60),
+            file_deadline=dict(type="int", default=7200), fetch_deadline=dict(type="int", default=86400),
             retries=dict(type="int", default=3), hf_python=dict(type="path"),
             hf_require_commit=dict(type="bool", default=False),
             peer_transport=dict(type="dict", options=TRANSPORT_OPTIONS),
@@ -290,7 +321,9 @@ def main():
     if refused:
         module.fail_json(msg=refused, invocation={"module_args": param_checks.printable(module.params)})
     params = module.params
-    for key in ("space_margin_mb", "retries"):
+    for secret in url_secrets(params["source"]):
+        module.no_log_values.add(secret)
+    for key in ("space_margin_mb", "retries", "file_deadline", "fetch_deadline"):
         if params[key] < 0:
             module.fail_json(msg="%s must be 0 or more, got %d" % (key, params[key]), changed=False)
     if params["timeout"] < 1:
@@ -303,12 +336,15 @@ def main():
                                     check_mode=module.check_mode, timeout=params["timeout"],
                                     retries=params["retries"], hf_python=params["hf_python"],
                                     hf_require_commit=params["hf_require_commit"],
-                                    peer_transport=params["peer_transport"], peer_probe=params["peer_probe"])
+                                    peer_transport=params["peer_transport"], peer_probe=params["peer_probe"],
+                                    file_deadline=params["file_deadline"] or None,
+                                    fetch_deadline=params["fetch_deadline"] or None)
     except ModelError as exc:
-        module.fail_json(msg="%s revision %s: %s" % (params["name"], params["revision"], exc), changed=False)
+        module.fail_json(msg=param_checks.printable("%s revision %s: %s" % (params["name"], params["revision"], exc)),
+                         changed=False)
     except OSError as exc:
-        module.fail_json(msg="%s revision %s: %s (%s); a partial copy is never used" % (
-            params["name"], params["revision"], exc.strerror or exc, exc.filename or target), changed=False)
+        module.fail_json(msg=param_checks.printable("%s revision %s: %s (%s); a partial copy is never used" % (
+            params["name"], params["revision"], exc.strerror or exc, exc.filename or target)), changed=False)
     revision = result.get("revision") or params["revision"]
     result["model"] = {"name": params["name"], "revision": revision, "path": result["model_path"],
                        "manifest_sha256": result["manifest_sha256"], "models_dir": params["models_dir"],
@@ -323,7 +359,7 @@ def main():
         result["diff"] = {"before": "" if absent else "%s\n" % result["model_path"],
                           "after": "%s (%s)\n" % (result["model_path"], result["manifest_sha256"]),
                           "before_header": target, "after_header": target}
-    module.exit_json(**result)
+    module.exit_json(**param_checks.printable(result))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ description:
     and the C(.partial-) folder of any revision not kept.
   - A path source's own folder (outside I(models_dir)) is never removed, only its record; anything the store did not
     make stays.
+  - Nothing is removed through a link (folders go by a walk relative to their descriptors). A link in the place of a
+    revision or C(.partial-) folder, a model or records folder root does not own alone, a record named as no
+    revision, or a C(current) link naming no recorded revision is refused, naming the path and the rule, and
+    nothing is pruned.
 author:
   - gpufleet sglang maintainers (@gpufleet)
 options:
@@ -70,11 +74,12 @@ def main():
     try:
         removed = model_prune.prune(params["models_dir"], params["name"], params["keep"], module.check_mode)
     except ModelError as exc:
-        module.fail_json(msg="sglang_model_prune: %s" % exc, changed=False)
+        module.fail_json(msg=param_checks.printable("sglang_model_prune: %s" % exc), changed=False)
     except OSError as exc:
-        module.fail_json(msg="sglang_model_prune: %s: %s (what was removed before stays removed; run again)" % (
-            exc.filename or params["models_dir"], exc.strerror or exc), changed=False)
-    result = dict(changed=bool(removed), removed=removed)
+        module.fail_json(msg=param_checks.printable(
+            "sglang_model_prune: %s: %s (what was removed before stays removed; run again)" % (
+                exc.filename or params["models_dir"], exc.strerror or exc)), changed=False)
+    result = dict(changed=bool(removed), removed=param_checks.printable(removed))
     if module._diff and removed:
         result["diff"] = {"before": "".join(path + "\n" for path in removed), "after": "",
                           "before_header": params["name"], "after_header": params["name"]}

@@ -10,10 +10,12 @@ stdout:
 
 * ``{"op": "info", "repo", "revision", "endpoint", "token", "timeout"}`` -> ``{"event": "info", "commit", "files":
   [{"name", "size", "blob_id", "lfs_sha256"}]}`` from ``HfApi.model_info(files_metadata=True)``.
-* ``{"op": "fetch", "repo", "commit", "endpoint", "token", "timeout", "retries", "files": [{"name", "size", "etag",
-  "dest"}]}`` -> per file the client's HEAD (``get_hf_file_metadata``: ``X-Repo-Commit``, ``X-Linked-Etag``/``ETag``,
-  ``X-Linked-Size``/``Content-Length``, ``Location``), then its ``http_get`` into ``dest``, resuming (HTTP Range) from
-  what ``dest`` already holds, which is hashed again first; ``{"event": "progress", ...}`` every few seconds and
+* ``{"op": "fetch", "repo", "commit", "endpoint", "token", "timeout", "retries", "dir_fd", "files": [{"name",
+  "size", "etag"}]}`` -> per file the client's HEAD (``get_hf_file_metadata``: ``X-Repo-Commit``,
+  ``X-Linked-Etag``/``ETag``, ``X-Linked-Size``/``Content-Length``, ``Location``), then its ``http_get`` into the file
+  ``name`` below the folder ``dir_fd`` (a descriptor the caller opened and passed: every component opened without
+  following a link, the file refused unless regular), resuming (HTTP Range) from what it already holds, which is
+  hashed again first; ``{"event": "progress", ...}`` every few seconds and
   ``{"event": "file", "name", "size", "sha256", "git_sha1", "kept", "transferred"}`` per file. The caller compares the
   hashes with the revision's metadata (model_hub.py): this script reports, it does not judge.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 
@@ -142,6 +145,49 @@ def info(request):
     emit("info", commit=model.sha, files=files)
 
 
+def open_below(dir_fd, name, create):
+    """A descriptor of the regular file NAME ('/'-separated) below the folder DIR_FD (the caller's .partial-
+    folder, opened by it), every folder on the way opened without following a link (made when missing, 0755) and
+    the file itself opened with O_NOFOLLOW | O_NONBLOCK and refused unless it is a regular file: a link planted in
+    the folder is never written through, a FIFO never hangs the client."""
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise OSError("%s is not a plain relative name" % name)
+    folder_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.dup(dir_fd)
+    try:
+        for part in parts[:-1]:
+            if create:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, folder_flags, dir_fd=fd)
+            except OSError as exc:
+                raise OSError("%s: a folder on the way to %s is a symbolic link or not a folder; nothing is written "
+                              "through it (%s)" % (part, name, exc.strerror))
+            os.close(fd)
+            fd = child
+        flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        try:
+            info = os.lstat(parts[-1], dir_fd=fd)
+        except FileNotFoundError:
+            info = None
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise OSError("%s is not a regular file (a link, a FIFO or a device): it is neither opened nor written "
+                          "through" % name)
+        if info is None and not create:
+            raise FileNotFoundError(name)
+        handle = os.open(parts[-1], flags, 0o644, dir_fd=fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise OSError("%s is not a regular file: it is not written" % name)
+    return handle
+
+
 def _same_origin(first, second):
     from urllib.parse import urlsplit  # pylint: disable=import-outside-toplevel
 
@@ -172,14 +218,13 @@ def fetch_one(request, entry, counter):
     location = meta.location or url
     if not _same_origin(url, location):
         headers.pop("authorization", None)  # a signed CDN address: the token stays with the hub
-    dest, size = entry["dest"], entry["size"]
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    kept = os.path.getsize(dest) if os.path.isfile(dest) else 0
-    if kept > size:
-        os.unlink(dest)
-        kept = 0
-    mode, before = "r+b" if kept else "wb", counter["transferred"]
-    with open(dest, mode) as handle:
+    size, before = entry["size"], counter["transferred"]
+    with os.fdopen(open_below(request["dir_fd"], entry["name"], True), "r+b") as handle:
+        kept = os.fstat(handle.fileno()).st_size
+        if kept > size:
+            handle.truncate(0)
+            kept = 0
+        handle.seek(kept)
         writer = HashingFile(handle, size, kept, entry["name"], counter)
         counter["hashed"] += kept
         counter["file_bytes"] = kept
@@ -188,18 +233,30 @@ def fetch_one(request, entry, counter):
                      displayed_filename=entry["name"])
         handle.flush()
         os.fsync(handle.fileno())
-    if writer.rehash:
-        sha256, sha1 = hashlib.sha256(), hashlib.sha1(git_blob_header(os.path.getsize(dest)))  # noqa: S324
-        with open(dest, "rb") as handle:
+        final_size = os.fstat(handle.fileno()).st_size
+        if writer.rehash:
+            handle.seek(0)
+            sha256, sha1 = hashlib.sha256(), hashlib.sha1(git_blob_header(final_size))  # noqa: S324
             for chunk in iter(lambda: handle.read(HASH_CHUNK), b""):
                 sha256.update(chunk)
                 sha1.update(chunk)
-        digests = sha256.hexdigest(), sha1.hexdigest()
-    else:
-        digests = writer.sha256.hexdigest(), writer.sha1.hexdigest()
-    emit("file", name=entry["name"], size=os.path.getsize(dest), sha256=digests[0], git_sha1=digests[1], kept=kept,
+            digests = sha256.hexdigest(), sha1.hexdigest()
+        else:
+            digests = writer.sha256.hexdigest(), writer.sha1.hexdigest()
+    emit("file", name=entry["name"], size=final_size, sha256=digests[0], git_sha1=digests[1], kept=kept,
          transferred=counter["transferred"] - before, total_transferred=counter["transferred"])
     return None
+
+
+def _kept(request, entry):
+    try:
+        fd = open_below(request["dir_fd"], entry["name"], False)
+    except OSError:
+        return 0
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def fetch(request):
@@ -216,7 +273,7 @@ def fetch(request):
                     attempt += 1
                     time.sleep(min(2 ** attempt, 10) / 10.0)
                     continue
-                kept = os.path.getsize(entry["dest"]) if os.path.isfile(entry["dest"]) else 0
+                kept = _kept(request, entry)
                 emit("error", kind=kind, name=entry["name"], message=_message(exc), kept=kept)
                 return 1
             if problem:

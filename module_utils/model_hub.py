@@ -27,12 +27,15 @@ import inspect
 import json
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
+import threading
 
 from ansible.module_utils import hf_client
 from ansible.module_utils import model_manifest as mm
 from ansible.module_utils import model_store as ms
+from ansible.module_utils import root_trust
 from ansible.module_utils.model_manifest import ModelError
 
 # model_store's steps for one revision, shared with the http source.
@@ -76,9 +79,11 @@ def scrub(text, token):
     return text.replace(token, "***") if token and isinstance(text, str) else text
 
 
-def run_client(hf_python, request, endpoint, timeout, on_event=None):
+def run_client(hf_python, request, endpoint, timeout, on_event=None, pass_fds=(), deadline=None):
     """Run hf_client.py with the request on stdin; returns (events, exit status, stderr's last lines). The request
-    may hold the token: it goes through the pipe only, and is scrubbed from everything returned."""
+    may hold the token: it goes through the pipe only, and is scrubbed from everything returned. PASS_FDS: the
+    descriptors the child inherits (the .partial- folder it writes below). DEADLINE (monotonic): the child is killed
+    when it runs past it (ms.DeadlineError)."""
     token = request.get("token")
     work = tempfile.mkdtemp(prefix="sglang-hf-")
     try:
@@ -92,10 +97,14 @@ def run_client(hf_python, request, endpoint, timeout, on_event=None):
             try:
                 proc = subprocess.Popen(client_command(hf_python, script), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=errors, cwd=work,
-                                        env=client_env(endpoint, timeout, home))
+                                        env=client_env(endpoint, timeout, home), pass_fds=tuple(pass_fds))
             except OSError as exc:
                 raise ModelError("cannot start the hf client %s: %s" % (hf_python, exc.strerror or exc))
             events = []
+            left = ms.remaining(deadline)
+            killer = threading.Timer(max(0.0, left), proc.kill) if left is not None else None
+            if killer is not None:
+                killer.start()
             try:
                 proc.stdin.write(json.dumps(request).encode("utf-8"))
                 proc.stdin.close()
@@ -112,10 +121,13 @@ def run_client(hf_python, request, endpoint, timeout, on_event=None):
             finally:
                 proc.stdout.close()
                 status = proc.wait()
+                if killer is not None:
+                    killer.cancel()
             errors.seek(0)
             tail = scrub(errors.read().decode("utf-8", "replace"), token).strip().splitlines()[-5:]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    ms.check_deadline(deadline, "the hf client")
     return events, status, tail
 
 
@@ -142,15 +154,16 @@ def hub_files(listed, where):
         size, blob, sha256 = item.get("size"), item.get("blob_id"), item.get("lfs_sha256")
         if isinstance(size, bool) or not isinstance(size, int) or size < 0:
             raise ModelError("%s: %s has no size (the hub gave no files metadata)" % (where, name))
-        if sha256 is not None and not (isinstance(sha256, str) and mm.SHA256_RE.match(sha256.lower())):
+        if sha256 is not None and not (isinstance(sha256, str) and mm.SHA256_RE.fullmatch(sha256.lower())):
             raise ModelError("%s: %s has no LFS sha256 (64 hex digits)" % (where, name))
-        if sha256 is None and not (isinstance(blob, str) and mm.COMMIT_RE.match(blob.lower())):
+        if sha256 is None and not (isinstance(blob, str) and mm.COMMIT_RE.fullmatch(blob.lower())):
             raise ModelError("%s: %s has neither an LFS sha256 nor a git blob id" % (where, name))
         if name in seen:
             raise ModelError("%s: %s is listed twice" % (where, name))
         seen.add(name)
         result.append({"name": name, "size": size, "sha256": sha256.lower() if sha256 else None,
                        "git_sha1": blob.lower() if isinstance(blob, str) else None, "lfs": sha256 is not None})
+    mm.refuse_prefix_clash(seen, where)
     return sorted(result, key=lambda entry: entry["name"])
 
 
@@ -177,9 +190,13 @@ def hash_both(path, counter=None):
     """(sha256, git sha1) of a file from disk."""
     import hashlib  # pylint: disable=import-outside-toplevel
 
-    size = os.path.getsize(path)
-    sha256, sha1 = hashlib.sha256(), hashlib.sha1(hf_client.git_blob_header(size))  # noqa: S324 (git's object id)
-    with open(path, "rb") as handle:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ModelError("%s is not a regular file: it is not read" % path)
+        size = info.st_size
+        sha256, sha1 = hashlib.sha256(), hashlib.sha1(hf_client.git_blob_header(size))  # noqa: S324 (git's id)
         for chunk in iter(lambda: handle.read(mm.HASH_CHUNK), b""):
             sha256.update(chunk)
             sha1.update(chunk)
@@ -193,8 +210,9 @@ def verify_in_place(directory, expected, counter):
     files, problems = [], []
     for entry in expected:
         path = ms.file_path(directory, entry)
-        if not os.path.isfile(path) or os.path.islink(path):
-            problems.append("%s is missing" % entry["name"])
+        info = os.lstat(path) if os.path.lexists(path) else None
+        if info is None or not stat.S_ISREG(info.st_mode):
+            problems.append("%s is %s" % (entry["name"], "missing" if info is None else "not a regular file"))
             continue
         reported = hash_both(path, counter)
         problem = file_verdict(entry, reported)
@@ -208,11 +226,11 @@ def describe(source, revision):
     return "%s@%s on %s" % (source["repo"], revision, source.get("endpoint") or "the default hub")
 
 
-def hub_info(hf_python, source, revision, token, timeout):
+def hub_info(hf_python, source, revision, token, timeout, deadline=None):
     """(commit, expected files) for the revision, through the client; ModelError names what the hub refused."""
     request = {"op": "info", "repo": source["repo"], "revision": revision, "endpoint": source.get("endpoint"),
                "token": token, "timeout": timeout}
-    events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout)
+    events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout, deadline=deadline)
     answers = [event for event in events if event.get("event") == "info"]
     if status != 0 or not answers:
         failure = _client_failure(events, status, tail, "asking the hub for %s" % describe(source, revision))
@@ -228,26 +246,15 @@ def hub_info(hf_python, source, revision, token, timeout):
                                                                                failure.get("message")))
         raise ModelError("asking the hub for %s failed: %s" % (describe(source, revision), failure.get("message")))
     commit = answers[-1].get("commit")
-    if not isinstance(commit, str) or not mm.COMMIT_RE.match(commit):
+    if not isinstance(commit, str) or not mm.COMMIT_RE.fullmatch(commit):
         raise ModelError("the hub answered %s without a commit hash" % describe(source, revision))
-    if mm.COMMIT_RE.match(revision) and commit != revision:
+    if mm.COMMIT_RE.fullmatch(revision) and commit != revision:
         raise ModelError("the hub answered %s with commit %s: not the pinned revision, so nothing is fetched"
                          % (describe(source, revision), commit))
     return commit, hub_files(answers[-1].get("files"), "the hub's metadata of %s" % describe(source, commit))
 
 
-def _would_fetch(partial, expected):
-    would, needed = [], 0
-    for entry in expected:
-        path = ms.file_path(partial, entry)
-        kept = os.path.getsize(path) if os.path.isfile(path) else 0
-        if kept != entry["size"]:
-            would.append({"name": entry["name"], "size": entry["size"], "kept": min(kept, entry["size"])})
-            needed += entry["size"] - min(kept, entry["size"])
-    return would, needed
-
-
-def _fetch_files(hf_python, source, commit, expected, partial, token, timeout, retries, progress):
+def _fetch_files(hf_python, source, commit, expected, staging, token, timeout, retries, progress, deadline=None):
     """Run the client over the files; returns (reported {name: event}, failure event or None)."""
     completed, base_transferred, base_done = [0], progress.transferred, progress.done
 
@@ -262,11 +269,17 @@ def _fetch_files(hf_python, source, commit, expected, partial, token, timeout, r
             progress.done = base_done + completed[0]
         progress.tick()
 
-    request = {"op": "fetch", "repo": source["repo"], "commit": commit, "endpoint": source.get("endpoint"),
-               "token": token, "timeout": timeout, "retries": retries,
-               "files": [{"name": entry["name"], "size": entry["size"], "etag": etag(entry),
-                          "dest": ms.file_path(partial, entry)} for entry in expected]}
-    events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout, on_event)
+    with ms.tree(staging.models_dir) as models:
+        folder = models.open_dir(staging.base, owned=True)
+    try:
+        request = {"op": "fetch", "repo": source["repo"], "commit": commit, "endpoint": source.get("endpoint"),
+                   "token": token, "timeout": timeout, "retries": retries, "dir_fd": folder,
+                   "files": [{"name": entry["name"], "size": entry["size"], "etag": etag(entry)}
+                             for entry in expected]}
+        events, status, tail = run_client(hf_python, request, source.get("endpoint"), timeout, on_event, (folder,),
+                                          deadline)
+    finally:
+        os.close(folder)
     reported = {event["name"]: event for event in events if event.get("event") == "file" and "name" in event}
     progress.hashed += sum(int(event.get("kept") or 0) for event in reported.values())
     done = [event for event in events if event.get("event") == "done"]
@@ -276,10 +289,10 @@ def _fetch_files(hf_python, source, commit, expected, partial, token, timeout, r
 
 
 def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check_mode=False, timeout=60, retries=3,
-              free=ms.free_bytes, hf_python=None):
+              free=ms.free_bytes, hf_python=None, deadline=None):
     """model_store.ensure for an hf source (already checked by model_manifest.check_source)."""
     counter = [0]
-    pinned = bool(mm.COMMIT_RE.match(revision))
+    pinned = bool(mm.COMMIT_RE.fullmatch(revision))
     if pinned:  # present and recorded under its commit: neither the hub nor the client is asked
         record, problems = present(models_dir, name, revision, verify, counter)
         if record is not None:
@@ -297,8 +310,13 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
                              "known; it would be fetched" % (hf_python, describe(source, revision)))
         raise ModelError("the hf client's Python %s does not exist: the sglang_model role makes its venv "
                          "(sglang_model_hf_venv), or point hf_python at a venv holding huggingface_hub" % hf_python)
+    problem = root_trust.interpreter_problem(hf_python, os.geteuid())
+    if problem:
+        raise ModelError("the hf client's Python %s is not run with the token: %s (root runs only what root alone "
+                         "can change, every folder up to / included: make its venv root's, outside the models "
+                         "folder, e.g. sglang_model_hf_venv's default)" % (hf_python, problem))
     token = ms.read_token(source.get("token_file"))
-    commit, expected = hub_info(hf_python, source, revision, token, timeout)
+    commit, expected = hub_info(hf_python, source, revision, token, timeout, deadline)
     final = ms.revision_dir(models_dir, name, commit)
     extra = {"commit": commit, "requested_revision": revision, "repo": source["repo"]}
     if not pinned:  # a branch or tag: the commit it names now may be in place already
@@ -308,7 +326,8 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
                 refuse_corrupt(final, problems)
             return result_of(final, record["files"], verified=verify, hashed_bytes=counter[0],
                              revision=commit, requested_revision=revision)
-    if os.path.isdir(final):  # in place without a record (put there by hand, or a run stopped after the rename)
+    # In place without a record (put there by hand, or a run stopped after the rename): hashed, if root's alone.
+    if ms._folder_in_place(models_dir, name, final, owned=True):  # pylint: disable=protected-access
         files, problems = verify_in_place(final, expected, counter)
         if problems:
             refuse_corrupt(final, problems)
@@ -316,8 +335,9 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
             ms.write_record(models_dir, name, commit, files, source, "full", final, extra=extra)
         return result_of(final, files, verified="full", hashed_bytes=counter[0], changed=True,
                          revision=commit, requested_revision=revision)
-    partial = ms.partial_dir(models_dir, name, commit)
-    would, needed = _would_fetch(partial, expected)
+    staging = ms.Staging(models_dir, ms.partial_dir(models_dir, name, commit))
+    partial = staging.partial
+    would, needed = ms.would_fetch(staging, expected)
     problem = mm.space_problem(needed, free(os.path.join(models_dir, name)), margin)
     if problem:
         raise ModelError(problem)
@@ -326,12 +346,14 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
                            verified="none", revision=commit, requested_revision=revision)
         result.update(files=len(expected), total_bytes=sum(entry["size"] for entry in expected))
         return result
-    os.makedirs(partial, mode=0o755, exist_ok=True)
+    staging.create()
     lock = lock_model(models_dir, name)
     try:
-        progress = ms.Progress(ms.progress_path(models_dir, name, commit), sum(e["size"] for e in expected))
+        progress = ms.Progress(ms.progress_path(models_dir, name, commit), sum(e["size"] for e in expected),
+                               models_dir=models_dir)
         try:
-            files = _fetch_verified(hf_python, source, commit, expected, partial, token, timeout, retries, progress)
+            files = _fetch_verified(hf_python, source, commit, expected, staging, token, timeout, retries, progress,
+                                    deadline)
         finally:
             progress.tick(force=True, state="fetching" if progress.done < progress.total else "verified")
         problems = mm.verify_dir(partial, files, "size")
@@ -348,13 +370,15 @@ def ensure_hf(models_dir, name, revision, source, verify="size", margin=0, check
                      progress_file=progress.path, revision=commit, requested_revision=revision)
 
 
-def _fetch_verified(hf_python, source, commit, expected, partial, token, timeout, retries, progress):
+def _fetch_verified(hf_python, source, commit, expected, staging, token, timeout, retries, progress,
+                    deadline=None):
     """Every file fetched and verified, as manifest entries {name, size, sha256}; a file that fails is removed and,
     when a kept part may be what was wrong, fetched once more from its first byte; otherwise refused by name."""
     todo, again, verified = list(expected), True, {}
     while todo:
-        kept_before = {entry["name"]: os.path.isfile(ms.file_path(partial, entry)) for entry in todo}
-        reported, failure = _fetch_files(hf_python, source, commit, todo, partial, token, timeout, retries, progress)
+        kept_before = {entry["name"]: staging.kept(entry) is not None for entry in todo}
+        reported, failure = _fetch_files(hf_python, source, commit, todo, staging, token, timeout, retries, progress,
+                                         deadline)
         bad, retry = [], []
         for entry in todo:
             event = reported.get(entry["name"])
@@ -364,9 +388,7 @@ def _fetch_verified(hf_python, source, commit, expected, partial, token, timeout
             if problem is None:
                 verified[entry["name"]] = {"name": entry["name"], "size": entry["size"], "sha256": event["sha256"]}
                 continue
-            path = ms.file_path(partial, entry)
-            if os.path.exists(path):
-                os.unlink(path)
+            staging.remove(entry)
             progress.done -= entry["size"]
             if kept_before[entry["name"]] and again:
                 retry.append(entry)
@@ -384,6 +406,6 @@ def _fetch_verified(hf_python, source, commit, expected, partial, token, timeout
                 raise ModelError("%s; the revision is not used" % failure.get("message"))
             raise ModelError("fetching %s stopped%s: %s; what arrived is kept in %s and the next run resumes it" % (
                 describe(source, commit), (" at %s (%s bytes kept)" % (name, failure.get("kept", 0))) if name else "",
-                failure.get("message"), partial))
+                failure.get("message"), staging.partial))
         todo, again = retry, False
     return [verified[entry["name"]] for entry in expected]

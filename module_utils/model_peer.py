@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 
@@ -40,14 +41,14 @@ present, refuse_corrupt, result_of, lock_model = (
     ms._present, ms._refuse_corrupt, ms._result, ms._lock)  # pylint: disable=protected-access
 
 # What may go into an ssh command line rsync splits on spaces, and into a remote path the remote shell reads.
-SAFE_PATH_RE = re.compile(r"^/[A-Za-z0-9._/+@:=-]*$")
-USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
-ADDRESS_RE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]+\]?)$")
+SAFE_PATH_RE = re.compile(r"/[A-Za-z0-9._/+@:=-]*\Z")
+USER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9._-]{0,31}\Z")
+ADDRESS_RE = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[?[0-9A-Fa-f:.]+\]?)\Z")
 LITERAL_RE = re.compile(r"^Literal data: ([0-9]+)", re.M)
 POLL_S = 0.5
 
 
-HOST_KEY_RE = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*$")
+HOST_KEY_RE = re.compile(r"(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9@.-]+) [A-Za-z0-9+/]+=*\Z")
 
 
 def check_transport(transport, work=None):
@@ -66,22 +67,22 @@ def check_transport(transport, work=None):
             raise ModelError("peer_transport.rsh must be a command as a list of words without spaces or quotes")
         return result
     address = result.get("address")
-    if not isinstance(address, str) or not ADDRESS_RE.match(address) or address.startswith("-"):
+    if not isinstance(address, str) or not ADDRESS_RE.fullmatch(address) or address.startswith("-"):
         raise ModelError("peer_transport.address must be a host name or an IP address, got %r" % (address,))
     port = result.get("port")
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ModelError("peer_transport.port must be 1-65535, got %r" % (port,))
     user = result.get("user")
-    if not isinstance(user, str) or not USER_RE.match(user):
+    if not isinstance(user, str) or not USER_RE.fullmatch(user):
         raise ModelError("peer_transport.user must be a login name on the peer, got %r" % (user,))
     for key in ("identity_file", "known_hosts"):
         value = result.get(key)
-        if value is not None and (not isinstance(value, str) or not SAFE_PATH_RE.match(value)):
+        if value is not None and (not isinstance(value, str) or not SAFE_PATH_RE.fullmatch(value)):
             raise ModelError("peer_transport.%s must be an absolute path of letters, digits and ._/+@:=-, got %r"
                              % (key, value))
     if result.get("host_keys") is not None:
         keys = result.pop("host_keys")
-        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and HOST_KEY_RE.match(k.strip())
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and HOST_KEY_RE.fullmatch(k.strip())
                                                              for k in keys):
             raise ModelError("peer_transport.host_keys must list the peer's host public keys, 'TYPE BASE64' each")
         name = address if port == 22 else "[%s]:%d" % (address.strip("[]"), port)
@@ -126,14 +127,17 @@ def describe(source):
     return "peer %s (%s)" % (source["host"], source["peer_dir"])
 
 
-def run_rsync(argv, timeout, watch=None):
-    """Run rsync; returns (exit status, stdout, stderr's last lines). watch() is called every POLL_S while it runs."""
+def run_rsync(argv, timeout, watch=None, pass_fds=(), deadline=None):
+    """Run rsync; returns (exit status, stdout, stderr's last lines). watch() is called every POLL_S while it runs;
+    PASS_FDS: descriptors rsync inherits (the folder it writes into). DEADLINE (monotonic): rsync is killed when it
+    runs past it (ms.DeadlineError; what arrived is kept)."""
     rsync = shutil.which("rsync")
     if rsync is None:
         raise ModelError("rsync is not installed on this host (apt-get install rsync); the peer needs it too")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen([rsync] + argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+            proc = subprocess.Popen([rsync] + argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    pass_fds=tuple(pass_fds))
         except OSError as exc:
             raise ModelError("cannot start rsync: %s" % (exc.strerror or exc))
         while True:
@@ -143,6 +147,11 @@ def run_rsync(argv, timeout, watch=None):
             except subprocess.TimeoutExpired:
                 if watch is not None:
                     watch()
+                left = ms.remaining(deadline)
+                if left is not None and left <= 0:
+                    proc.kill()
+                    proc.wait()
+                    ms.check_deadline(deadline, "copying from the peer")
         out.seek(0)
         err.seek(0)
         return (proc.returncode, out.read().decode("utf-8", "replace"),
@@ -153,13 +162,13 @@ def base_args(transport, timeout):
     return ["--timeout=%d" % max(timeout, 1), "-e", ssh_command(transport, timeout)]
 
 
-def peer_record(source, name, revision, transport, timeout, work):
+def peer_record(source, name, revision, transport, timeout, work, deadline=None):
     """The peer's record of the revision, checked; ModelError when it has none or it is not the pinned revision."""
     relative = "%s/%s/%s.json" % (name, ms.STATE_DIR, revision)
     local = os.path.join(work, "record", name, ms.STATE_DIR, revision + ".json")
     os.makedirs(os.path.dirname(local))
     status, _out, tail = run_rsync(base_args(transport, timeout) + [
-        remote(transport, source["peer_dir"], relative), local], timeout)
+        remote(transport, source["peer_dir"], relative), local], timeout, deadline=deadline)
     if status != 0 or not os.path.isfile(local):
         raise ModelError("%s holds no verified copy of %s revision %s that it can send (copying its record %s "
                          "failed: rsync exit %s: %s)" % (describe(source), name, revision, relative, status,
@@ -179,17 +188,6 @@ def peer_record(source, name, revision, transport, timeout, work):
     return record
 
 
-def _kept(partial, files):
-    would, needed = [], 0
-    for entry in files:
-        path = ms.file_path(partial, entry)
-        kept = os.path.getsize(path) if os.path.isfile(path) and not os.path.islink(path) else 0
-        if kept != entry["size"]:
-            would.append({"name": entry["name"], "size": entry["size"], "kept": min(kept, entry["size"])})
-            needed += entry["size"] - min(kept, entry["size"])
-    return would, needed
-
-
 def _bytes_under(folder):
     total = 0
     for directory, _dirs, names in os.walk(folder):
@@ -201,15 +199,22 @@ def _bytes_under(folder):
     return total
 
 
-def _copy(source, name, revision, files, partial, transport, timeout, progress, work):
-    """One rsync of the files into the partial folder; ModelError when it stops (what arrived is kept)."""
+def _copy(source, name, revision, files, staging, transport, timeout, progress, work, deadline=None):
+    """One rsync of the files into the partial folder; ModelError when it stops (what arrived is kept).
+
+    rsync writes below the folder as this side opened it (no link on the way, root's own, nothing in it but regular
+    files and folders): it is given the descriptor's /proc/self/fd path, so a folder swapped for a link after the
+    check is not where it writes."""
+    partial = staging.partial
     listing = os.path.join(work, "files")
     with open(listing, "w", encoding="utf-8") as handle:
         handle.write("".join(entry["name"] + "\n" for entry in files))
     for entry in files:  # a kept file longer than the manifest's cannot be resumed
-        path = ms.file_path(partial, entry)
-        if os.path.isfile(path) and os.path.getsize(path) > entry["size"]:
-            os.unlink(path)
+        if staging.size(entry) > entry["size"]:
+            staging.remove(entry)
+    with ms.tree(staging.models_dir) as models:
+        models.walk(staging.base)  # a link, a FIFO or a device anywhere below is refused, naming it
+        folder = models.open_dir(staging.base, owned=True)
     start = _bytes_under(partial)
 
     def watch():
@@ -218,9 +223,14 @@ def _copy(source, name, revision, files, partial, transport, timeout, progress, 
         progress.done = now
         progress.tick()
 
-    status, out, tail = run_rsync(base_args(transport, timeout) + [
-        "--files-from=" + listing, "--times", "--partial", "--append-verify", "--stats", "--no-human-readable",
-        remote(transport, source["peer_dir"], "%s/%s/" % (name, revision)), partial + "/"], timeout, watch)
+    try:
+        status, out, tail = run_rsync(base_args(transport, timeout) + [
+            "--files-from=" + listing, "--times", "--partial", "--append-verify", "--stats", "--no-human-readable",
+            "--no-links", "--no-devices", "--no-specials",
+            remote(transport, source["peer_dir"], "%s/%s/" % (name, revision)), "/proc/self/fd/%d/" % folder],
+            timeout, watch, pass_fds=(folder,), deadline=deadline)
+    finally:
+        os.close(folder)
     watch()
     literal = LITERAL_RE.search(out)
     if status != 0:
@@ -230,25 +240,23 @@ def _copy(source, name, revision, files, partial, transport, timeout, progress, 
     return int(literal.group(1)) if literal else progress.transferred
 
 
-def _tidy(partial, files):
+def _tidy(staging, files):
     """Remove from the partial folder everything that is not one of the manifest's files (rsync's temporary files
-    of a killed run), so the folder renamed into place holds exactly the revision."""
-    wanted = {ms.file_path(partial, entry) for entry in files}
-    for directory, dirs, names in os.walk(partial, topdown=False):
-        for item in names:
-            path = os.path.join(directory, item)
-            if path not in wanted:
-                os.unlink(path)
-        for item in dirs:
-            path = os.path.join(directory, item)
-            if os.path.islink(path):
-                os.unlink(path)
-            elif not os.listdir(path):
-                os.rmdir(path)
+    of a killed run) and folders left empty, so the folder renamed into place holds exactly the revision; a link
+    or anything but a regular file or folder is refused (never removed through), before anything is removed."""
+    wanted = {tuple(staging.parts(entry)) for entry in files}
+    with ms.tree(staging.models_dir) as models:
+        entries = models.walk(staging.base)
+        for parts, info in entries:
+            if stat.S_ISREG(info.st_mode) and tuple(parts) not in wanted:
+                models.unlink(parts)
+        for parts, info in reversed(entries):
+            if stat.S_ISDIR(info.st_mode) and not models.listdir(parts):
+                models.remove_tree(parts)
 
 
 def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, check_mode=False, timeout=60,
-                retries=3, free=ms.free_bytes, transport=None, probe=False):
+                retries=3, free=ms.free_bytes, transport=None, probe=False, deadline=None):
     """model_store.ensure for a peer source (already checked by model_manifest.check_source)."""
     source = dict(source, peer_dir=source.get("path") or models_dir)
     final, counter = ms.revision_dir(models_dir, name, revision), [0]
@@ -268,35 +276,37 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
     work = tempfile.mkdtemp(prefix="sglang-peer-")
     try:
         transport = check_transport(transport, work)
-        peer = peer_record(source, name, revision, transport, timeout, work)
+        peer = peer_record(source, name, revision, transport, timeout, work, deadline)
         files = peer["files"]
         extra = {"copied_from": source["host"], "peer_verified_at": peer.get("verified_at")}
-        if os.path.isdir(final):  # in place without a record (a run stopped after the rename, or by hand)
+        # In place without a record (a run stopped after the rename, or by hand): hashed, if root's alone.
+        if ms._folder_in_place(models_dir, name, final, owned=True):  # pylint: disable=protected-access
             problems = mm.verify_dir(final, files, "full", counter)
             if problems:
                 refuse_corrupt(final, problems)
             if not check_mode:
                 ms.write_record(models_dir, name, revision, files, source, "full", final, extra=extra)
             return result_of(final, files, verified="full", hashed_bytes=counter[0], changed=True, present=True)
-        partial = ms.partial_dir(models_dir, name, revision)
-        would, needed = _kept(partial, files)
+        staging = ms.Staging(models_dir, ms.partial_dir(models_dir, name, revision))
+        would, needed = ms.would_fetch(staging, files)
         problem = mm.space_problem(needed, free(os.path.join(models_dir, name)), margin)
         if problem:
             raise ModelError(problem)
         if check_mode:
             return result_of(final, files, would_fetch=would, would_fetch_bytes=needed, changed=True,
                              verified="none", present=False)
-        os.makedirs(partial, mode=0o755, exist_ok=True)
+        staging.create()
         lock = lock_model(models_dir, name)
         try:
-            progress = ms.Progress(ms.progress_path(models_dir, name, revision), mm.total_bytes(files))
+            progress = ms.Progress(ms.progress_path(models_dir, name, revision), mm.total_bytes(files),
+                                   models_dir=models_dir)
             try:
-                copied = _copy_verified(source, name, revision, files, partial, transport, timeout, retries,
-                                        progress, counter, work)
+                copied = _copy_verified(source, name, revision, files, staging, transport, timeout, retries,
+                                        progress, counter, work, deadline)
             finally:
                 progress.tick(force=True, state="fetching" if progress.done < progress.total else "verified")
-            _tidy(partial, files)
-            ms.place(partial, final)
+            _tidy(staging, files)
+            ms.place(staging.partial, final)
             ms.write_record(models_dir, name, revision, files, source, "full", final, extra=extra)
             summary = progress.summary("verified")
         finally:
@@ -309,29 +319,31 @@ def ensure_peer(models_dir, name, revision, source, verify="size", margin=0, che
                      copied_from=source["host"])
 
 
-def _copy_verified(source, name, revision, files, partial, transport, timeout, retries, progress, counter, work):
+def _copy_verified(source, name, revision, files, staging, transport, timeout, retries, progress, counter, work,
+                   deadline=None):
     """rsync until every file arrived (resuming up to retries times), then every file hashed; a file that differs
     is removed and, when a stopped run had kept part of it, copied once more; else refused by name."""
     todo, again, copied = list(files), True, 0
     while todo:
-        kept_before = {entry["name"]: os.path.isfile(ms.file_path(partial, entry)) for entry in todo}
+        kept_before = {entry["name"]: staging.kept(entry) is not None for entry in todo}
         attempt = 0
         while True:
             try:
-                copied += _copy(source, name, revision, todo, partial, transport, timeout, progress, work)
+                copied += _copy(source, name, revision, todo, staging, transport, timeout, progress, work,
+                                deadline)
                 break
+            except ms.DeadlineError:
+                raise
             except ModelError:
                 attempt += 1
                 if attempt > retries:
                     raise
         bad, retry = [], []
         for entry in todo:
-            problem = mm.file_problem(ms.file_path(partial, entry), entry, "full", counter)
+            problem = mm.file_problem(staging.path(entry), entry, "full", counter)
             if problem is None:
                 continue
-            path = ms.file_path(partial, entry)
-            if os.path.lexists(path):
-                os.unlink(path)
+            staging.remove(entry)
             if kept_before[entry["name"]] and again:
                 retry.append(entry)
             else:

@@ -4,6 +4,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -24,6 +25,9 @@ class Mirror(object):
         self.root, self.manifest, self.token = str(root), manifest, token
         self.cut_after = None   # bytes of file data after which the connection is closed (once per request)
         self.ignore_range = False
+        self.redirects = {}     # request path -> Location answered with 302 (another mirror, or this one)
+        self.drip_s = None      # seconds between single bytes of a file's body (a mirror that answers too slowly)
+        self.manifest_drip = False  # the manifest drips as well
         self.log = []           # (path, Range header or None, Authorization header or None)
         mirror = self
 
@@ -33,8 +37,23 @@ class Mirror(object):
             def log_message(self, *args):
                 pass
 
+            def drip(self, body):
+                for index in range(len(body)):
+                    try:
+                        self.wfile.write(body[index:index + 1])
+                        self.wfile.flush()
+                    except OSError:
+                        return
+                    time.sleep(mirror.drip_s)
+
             def do_GET(self):
                 mirror.log.append((self.path, self.headers.get("Range"), self.headers.get("Authorization")))
+                if self.path in mirror.redirects:
+                    self.send_response(302)
+                    self.send_header("Location", mirror.redirects[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if mirror.token and self.headers.get("Authorization") != "Bearer " + mirror.token:
                     self.send_error(401)
                     return
@@ -43,6 +62,9 @@ class Mirror(object):
                     self.send_response(200)
                     self.send_header("Content-Length", str(len(body)))
                     self.end_headers()
+                    if mirror.manifest_drip:
+                        self.drip(body)
+                        return
                     self.wfile.write(body)
                     return
                 path = os.path.join(mirror.root, *self.path.lstrip("/").split("/"))
@@ -60,6 +82,9 @@ class Mirror(object):
                 self.send_header("Content-Length", str(len(data) - start))
                 self.end_headers()
                 body = data[start:]
+                if mirror.drip_s is not None:
+                    self.drip(body)
+                    return
                 if mirror.cut_after is not None:
                     body = body[:mirror.cut_after]
                     self.wfile.write(body)

@@ -80,7 +80,7 @@ def test_documentation_renders_and_matches_the_arguments():
     info = module_doc("sglang_model_fetch")
     assert set(info["doc"]["options"]) == {"name", "revision", "models_dir", "source", "verify", "space_margin_mb",
                                            "timeout", "retries", "hf_python", "hf_require_commit",
-                                           "peer_transport", "peer_probe"}
+                                           "peer_transport", "peer_probe", "file_deadline", "fetch_deadline"}
     assert set(info["doc"]["options"]["source"]["suboptions"]["type"]["choices"]) == {"path", "http", "hf", "peer"}
     assert "manifest_sha256" in info["return"]
 

@@ -49,6 +49,7 @@ def test_role_makes_the_hf_client_and_fetches_without_showing_the_token(tmp_path
         "\n".join(hf_client_requirements()).encode()).hexdigest()[:12], *hf_client_requirements())
     with StandInHub("o/m", files, commit=commit, token=token) as hub:
         extra = {"test_role": "sglang_model", "sglang_model_dir": str(tmp_path / "models"),
+                 "sglang_model_hf_venv": str(tmp_path / "hf-client" / "venv"),
                  "sglang_model_space_margin_mb": 0, "sglang_model_hf_python": sys.executable,
                  "sglang_model_hf_pip_args": ["--no-index", "--find-links", house],
                  "sglang_model_models": [{"name": "m", "revision": "main", "source": {
@@ -59,7 +60,7 @@ def test_role_makes_the_hf_client_and_fetches_without_showing_the_token(tmp_path
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert token not in proc.stdout and token not in proc.stderr
         assert (tmp_path / "models" / "m" / commit / "config.json").read_bytes() == files["config.json"]
-        assert (tmp_path / "models" / ".hf-client" / "bin" / "python").exists()
+        assert (tmp_path / "hf-client" / "venv" / "bin" / "python").exists()
         assert hub.token_hits == [] and any(entry[4] == "Bearer " + token for entry in hub.log)
         hub.log.clear()
         rc, report = run_playbook(PLAYBOOK, dict(extra, sglang_model_hf_require_commit=True,
@@ -69,3 +70,6 @@ def test_role_makes_the_hf_client_and_fetches_without_showing_the_token(tmp_path
         assert hub.log == []
         rc, report = run_playbook(PLAYBOOK, dict(extra, sglang_model_hf_require_commit=True), check=True)
         assert rc == 2 and "40-hex commit" in failure(report)[1] and hub.log == []
+        rc, report = run_playbook(PLAYBOOK, dict(extra, sglang_model_hf_venv=str(tmp_path / "models" / ".hf-client")))
+        assert rc == 2 and "the venv outside sglang_model_dir" in failure(report)[1] and hub.log == []
+        assert not (tmp_path / "models" / ".hf-client").exists()

@@ -19,7 +19,22 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
+# Rootful networking is netavark's. Without a setting podman 4.3 picks its backend once, on first use, and picks CNI
+# (whose plugins are not installed) when images or containers already exist then: every container's port rule is
+# left behind on removal, and a later container on the same port is never reached ("No route to host").
+backend_conf=/etc/containers/containers.conf.d/lab-network-backend.conf
+set_backend() {
+  install -d -m 0755 "$(dirname "$backend_conf")"
+  printf '[network]\nnetwork_backend = "netavark"\n' > "$backend_conf"
+  chmod 0644 "$backend_conf"
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
+  if ! grep -qs 'network_backend = "netavark"' "$backend_conf"; then
+    [ "$(id -u)" -eq 0 ] || { echo "lab host deps: $backend_conf missing; run this script as root" >&2; exit 1; }
+    set_backend
+    echo "lab host deps: podman's network backend set to netavark"
+  fi
   echo "lab host deps: all installed"
   exit 0
 fi
@@ -34,4 +49,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # No recommends: podman's pull in buildah, fuse-overlayfs and a user D-Bus session we do not use.
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+set_backend
 echo "lab host deps: done"

@@ -95,18 +95,16 @@ def load_state():
     return {"steps": [], "legs": {}}
 
 
+def save_json(path, content, indent=None):
+    with open(path + ".new", "w", encoding="utf-8") as handle:
+        json.dump(content, handle, indent=indent)
+    os.replace(path + ".new", path)
+
+
 def save_state(state):
     os.makedirs(STATE_DIR, exist_ok=True)
-    with open(STATE + ".new", "w", encoding="utf-8") as handle:
-        json.dump(state, handle, indent=1)
-    os.replace(STATE + ".new", STATE)
+    save_json(STATE, state, indent=1)
     shutil.copy(STATE, os.path.join(OUT, "state.json"))
-
-
-def save_json(path, content):
-    with open(path + ".new", "w", encoding="utf-8") as handle:
-        json.dump(content, handle)
-    os.replace(path + ".new", path)
 
 
 def step(state, name, command, timeout, log_name=None, env=None, popen=None):

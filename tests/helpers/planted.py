@@ -2,15 +2,31 @@
 (``nobody`` here, ``sglang`` on a host), who plants links, FIFOs and files there from a forked child that dropped
 root (setgroups, setgid, setuid). The tests run as root, as Ansible does on a host, and check that root refuses what
 was planted, naming the path and the rule, and that a decoy tree outside stays exactly as it was (hashed)."""
+import contextlib
 import hashlib
 import os
 import pwd
 import shutil
+import signal
 import stat
 import tempfile
 import traceback
 
 USER = "nobody"
+
+
+@contextlib.contextmanager
+def hang_guard(seconds):
+    """A FIFO opened for reading blocks for ever: inside this, the test fails after SECONDS instead of hanging."""
+    def expired(*_args):
+        raise AssertionError("the operation hung (a FIFO was opened?)")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def as_user(action, user=USER):

@@ -5,7 +5,6 @@ outside stays exactly as it was."""
 import json
 import os
 import shutil
-import signal
 
 import pytest
 
@@ -13,7 +12,7 @@ from ansible.module_utils import hf_client
 from ansible.module_utils import model_store as ms
 from ansible.module_utils.model_manifest import ModelError
 from tests.helpers.hf_standin import StandInHub, make_hf_model
-from tests.helpers.planted import Home
+from tests.helpers.planted import Home, hang_guard
 from tests.helpers.wheels import hf_client_python
 from tests.unit.test_model_peer import peer, transport  # noqa: F401  pylint: disable=unused-import
 
@@ -34,13 +33,8 @@ def home():
 
 @pytest.fixture(autouse=True)
 def never_hang():
-    def expired(*_args):
-        raise AssertionError("the operation hung (a FIFO was opened?)")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(300)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with hang_guard(300):
+        yield
 
 
 # ------------------------------------------------------------------------------------------------ the hf client

@@ -4,14 +4,13 @@ path and the rule, nothing outside the tree changes (a decoy tree hashed before 
 the module's own message."""
 import json
 import os
-import signal
 
 import pytest
 
 from ansible.module_utils import model_store as ms
 from ansible.module_utils.model_manifest import ModelError
 from tests.helpers.model_mirror import Mirror, make_model
-from tests.helpers.planted import Home
+from tests.helpers.planted import Home, hang_guard
 
 FILES = {"config.json": b'{"hidden_size": 64}', "model.safetensors": os.urandom(20000), "tok/vocab.json": b"{}"}
 PLENTY = lambda path: 10 ** 12  # noqa: E731
@@ -35,14 +34,8 @@ def mirror(tmp_path):
 
 @pytest.fixture(autouse=True)
 def never_hang():
-    """A FIFO opened for reading blocks for ever: the test fails instead of hanging the suite."""
-    def expired(*_args):
-        raise AssertionError("the operation hung (a FIFO was opened?)")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(120)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+    with hang_guard(120):
+        yield
 
 
 def fetch(home, mirror, revision="r1", **kwargs):

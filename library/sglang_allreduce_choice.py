@@ -42,7 +42,7 @@ notes:
 EXAMPLES = r"""
 - name: Record the fastest correct path
   sglang_allreduce_choice:
-    choice_file: /var/lib/sglang/allreduce-choice.json
+    choice_file: /var/lib/sglang-deploy/allreduce-choice.json
     candidates: [fusion, nccl]
     rows:
       - {path: fusion, passed: true, median_tok_s: 151.2, bar_tok_s: 105.0, match_rate: 1.0, failures: []}

@@ -59,15 +59,15 @@ options:
 EXAMPLES = r"""
 - name: Decide whether this host must be measured
   sglang_benchmark_verdict:
-    verdict_file: /var/lib/sglang/gate-verdict.json
-    config_file: /var/lib/sglang/.deployed-config
+    verdict_file: /var/lib/sglang-deploy/gate-verdict.json
+    config_file: /var/lib/sglang-deploy/.deployed-config
     settings: {margin_pct: 5.0, num_prompts: 8}
   register: verdict
 
 - name: Record the gate's verdict
   sglang_benchmark_verdict:
-    verdict_file: /var/lib/sglang/gate-verdict.json
-    config_file: /var/lib/sglang/.deployed-config
+    verdict_file: /var/lib/sglang-deploy/gate-verdict.json
+    config_file: /var/lib/sglang-deploy/.deployed-config
     settings: {margin_pct: 5.0, num_prompts: 8}
     state: recorded
     fingerprint: "{{ verdict.fingerprint }}"

@@ -68,13 +68,13 @@ notes:
 EXAMPLES = r"""
 - name: Compare the host with its converge record
   sglang_converge_state:
-    record: /var/lib/sglang/converged.json
+    record: /var/lib/sglang-deploy/converged.json
   register: state
 
 - name: Record the converged state
   sglang_converge_state:
     mode: record
-    record: /var/lib/sglang/converged.json
+    record: /var/lib/sglang-deploy/converged.json
     covers:
       server: {files: [/etc/systemd/system/sglang.service], units: [sglang]}
 """

@@ -75,19 +75,19 @@ EXAMPLES = r"""
       model_revision: 6f1c2e0
     allreduce_path: fusion-trtllm
     fused: true
-    gate_verdict_file: /var/lib/sglang/gate-verdict.json
-    restarts_log: /var/lib/sglang/restarts.log
+    gate_verdict_file: /var/lib/sglang-deploy/gate-verdict.json
+    restarts_log: /var/lib/sglang-deploy/restarts.log
     deployed_at: "{{ now(utc=true).isoformat() ~ '+00:00' }}"
 
 - name: The same, read from what the host runs
   sglang_deploy_metrics:
     path: /var/lib/prometheus/node-exporter/sglang_deploy.prom
     venv: /opt/sglang/current
-    model_path: /var/lib/sglang/models/kimi-k2.5/current
+    model_path: /var/lib/sglang-models/kimi-k2.5/current
     unit_file: /etc/systemd/system/sglang.service
     allreduce_path: fusion
-    gate_verdict_file: /var/lib/sglang/gate-verdict.json
-    restarts_log: /var/lib/sglang/restarts.log
+    gate_verdict_file: /var/lib/sglang-deploy/gate-verdict.json
+    restarts_log: /var/lib/sglang-deploy/restarts.log
 """
 
 RETURN = r"""

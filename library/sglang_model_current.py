@@ -38,7 +38,7 @@ notes:
 EXAMPLES = r"""
 - name: Point the model's current link at the revision the server is to run
   sglang_model_current:
-    models_dir: /var/lib/sglang/models
+    models_dir: /var/lib/sglang-models
     name: Kimi-K2.5
     revision: v3
 """
@@ -48,7 +48,7 @@ link:
   description: The link.
   returned: success
   type: str
-  sample: /var/lib/sglang/models/Kimi-K2.5/current
+  sample: /var/lib/sglang-models/Kimi-K2.5/current
 previous:
   description: What the link held before (null when there was none).
   returned: success

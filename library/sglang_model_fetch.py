@@ -193,7 +193,7 @@ EXAMPLES = r"""
   sglang_model_fetch:
     name: Kimi-K2.5
     revision: v3
-    models_dir: /var/lib/sglang/models
+    models_dir: /var/lib/sglang-models
     source:
       type: http
       url: http://mirror.internal/models/Kimi-K2.5/v3
@@ -203,7 +203,7 @@ EXAMPLES = r"""
   sglang_model_fetch:
     name: Kimi-K2.5
     revision: 0123456789abcdef0123456789abcdef01234567
-    models_dir: /var/lib/sglang/models
+    models_dir: /var/lib/sglang-models
     hf_python: /opt/sglang-hf-client/venv/bin/python
     source:
       type: hf
@@ -215,7 +215,7 @@ EXAMPLES = r"""
   sglang_model_fetch:
     name: Kimi-K2.5
     revision: v3
-    models_dir: /var/lib/sglang/models
+    models_dir: /var/lib/sglang-models
     source:
       type: peer
       host: gpu01
@@ -231,7 +231,7 @@ EXAMPLES = r"""
   sglang_model_fetch:
     name: draft
     revision: v1
-    models_dir: /var/lib/sglang/models
+    models_dir: /var/lib/sglang-models
     verify: full
     source:
       type: path

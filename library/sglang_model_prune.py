@@ -42,7 +42,7 @@ notes:
 EXAMPLES = r"""
 - name: Remove the old revisions of the model
   sglang_model_prune:
-    models_dir: /var/lib/sglang/models
+    models_dir: /var/lib/sglang-models
     name: Kimi-K2.5
     keep: [v4]
 """

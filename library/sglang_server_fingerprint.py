@@ -90,9 +90,9 @@ EXAMPLES = r"""
     paths: [/etc/systemd/system/sglang.service, /opt/sglang/current, /etc/sglang/runtime.env,
             /etc/sglang/api-key.yaml]
     keyed_paths: [/etc/sglang/api-key.yaml]
-    salt_file: /var/lib/sglang/.fingerprint-salt
+    salt_file: /var/lib/sglang-deploy/.fingerprint-salt
     extra: ["580.65.06"]
-    recorded: /var/lib/sglang/deployed-config
+    recorded: /var/lib/sglang-deploy/deployed-config
     service: sglang.service
   register: fingerprint
 
@@ -103,7 +103,7 @@ EXAMPLES = r"""
     extra: ["580.65.06"]
     pending:
       /etc/sglang/nccl.env: "sha1:0a4d55a8d778e5022fab701977c5d840bbc486d0"
-    recorded: /var/lib/sglang/deployed-config
+    recorded: /var/lib/sglang-deploy/deployed-config
     service: sglang.service
   register: prediction
 """

@@ -56,7 +56,7 @@ notes:
 EXAMPLES = r"""
 - name: Save the known-good state
   sglang_server_state:
-    dir: /var/lib/sglang/known-good
+    dir: /var/lib/sglang-deploy/known-good
     link: /opt/sglang/current
     files: [/etc/systemd/system/sglang.service, /etc/sglang/runtime.env]
     globs: ["/opt/sglang/venvs/x/lib/python3*/site-packages/sglang_nccl_env.p*"]
@@ -64,13 +64,13 @@ EXAMPLES = r"""
 
 - name: Put it back
   sglang_server_state:
-    dir: /var/lib/sglang/known-good
+    dir: /var/lib/sglang-deploy/known-good
     state: restored
   register: restored
 
 - name: Is there a known-good state to go back to?
   sglang_server_state:
-    dir: /var/lib/sglang/known-good
+    dir: /var/lib/sglang-deploy/known-good
     state: query
   register: known_good   # known_good.exists, .saved_at, .link
 """

@@ -72,7 +72,7 @@ def _pairs(params):
              for item in params["moves"]]
     patterns = [(_absolute(item.get("src_dir"), "patterns[].src_dir"), _absolute(item.get("dest_dir"), "patterns[].dest_dir"),
                  str(item.get("pattern") or "")) for item in params["patterns"]]
-    if any(not pattern or "/" in pattern for _, _, pattern in patterns):
+    if any(not entry[2] or "/" in entry[2] for entry in patterns):
         raise layout_migration.MigrationRefused("patterns[].pattern must be a file name pattern without /")
     return layout_migration.plan(moves, patterns)
 

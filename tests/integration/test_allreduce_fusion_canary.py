@@ -40,7 +40,8 @@ def deploy(host, gpus=GPUS, check=False, **variables):
             "sglang_allreduce_user": getpass.getuser(),
             "sglang_allreduce_tools_dir": str(host["tmp"] / "tools"),
             "sglang_server_model_path": str(host["model"]),
-            "sglang_layout_root": str(host["tmp"] / "opt"), "sglang_layout_home": str(host["tmp"] / "home")}
+            "sglang_layout_root": str(host["tmp"] / "opt"), "sglang_layout_home": str(host["tmp"] / "home"),
+            "sglang_layout_state_dir": str(host["tmp"] / "home")}
     if gpus is not None:
         base["nvidia_gpu"] = gpus
     base.update(variables)

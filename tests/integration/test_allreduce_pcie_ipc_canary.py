@@ -45,6 +45,7 @@ def run(venv, tmp_path, canary, check=False, **variables):
             "sglang_allreduce_model_path": str(tmp_path / "model"), "sglang_allreduce_speculative": True,
             "sglang_allreduce_speculative_num_draft_tokens": 4, "sglang_allreduce_cuda_graph_max_bs": 8,
             "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home"),
+            "sglang_layout_state_dir": str(tmp_path / "home"),
             "sglang_allreduce_canary_command": [str(canary / "canary")],
             "sglang_allreduce_tools_dir": str(tmp_path / "tools"), "nvidia_gpu": GPUS,
             "sglang_allreduce_runtime_environment": {"RUNTIME_MARK": "the server's"}}

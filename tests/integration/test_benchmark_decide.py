@@ -14,7 +14,8 @@ SETTINGS = {"input_len": 16, "output_len": 128, "num_prompts": 8, "seed": 1, "ga
 def decide(tmp_path, baseline_text=None, **variables):
     if baseline_text is not None:
         (tmp_path / "localhost.json").write_text(baseline_text)
-    base = {"sglang_layout_home": str(tmp_path / "home"), "sglang_benchmark_baseline_dir": str(tmp_path),
+    base = {"sglang_layout_home": str(tmp_path / "home"), "sglang_layout_state_dir": str(tmp_path / "home"),
+            "sglang_benchmark_baseline_dir": str(tmp_path),
             "sglang_server_model_path": str(tmp_path / "model"), "sglang_benchmark_concurrencies": [1]}
     base.update({"sglang_benchmark_" + k: v for k, v in SETTINGS.items()})
     base.update(variables)

@@ -80,6 +80,7 @@ def host(tmp_path):
     variables = {
         "sglang_layout_root": str(root),
         "sglang_layout_home": str(tmp_path / "home"),
+        "sglang_layout_state_dir": str(tmp_path / "home"),
         "sglang_install_active_venv": str(root / "venvs" / "lock-a-aaaaaaaaaaaa"),  # `current` points elsewhere
         "drift_test_nccl_effective": {},
         "nvidia_gpu": {"driver_version": "580.65.06"},

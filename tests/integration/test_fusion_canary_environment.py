@@ -26,7 +26,8 @@ def run_canary(tmp_path, wire, **variables):
     extra = {"wire_runtime_environment": wire, "sglang_allreduce_canary_command": [str(recorder)],
              "sglang_allreduce_user": "root", "canary_result": str(result),
              "sglang_allreduce_tools_dir": str(tmp_path / "tools"),
-             "sglang_layout_root": str(tmp_path / "opt"), "sglang_layout_home": str(tmp_path / "home")}
+             "sglang_layout_root": str(tmp_path / "opt"), "sglang_layout_home": str(tmp_path / "home"),
+             "sglang_layout_state_dir": str(tmp_path / "home")}
     extra.update(variables)
     rc, report = run_playbook(PLAYBOOK, extra, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})  # an SSH session's
     assert rc == 0, failure(report)

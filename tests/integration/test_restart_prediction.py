@@ -44,7 +44,8 @@ def host(tmp_path, wheel_venv):
     os.chmod(str(fake / "systemctl"), 0o755)
     env = {"PATH": "%s:%s" % (fake, os.environ["PATH"])}
     layout = {"sglang_layout_root": str(root), "sglang_layout_env_dir": str(env_dir),
-              "sglang_layout_home": str(home), "sglang_layout_unit_dir": str(units),
+              "sglang_layout_home": str(home), "sglang_layout_state_dir": str(home),
+              "sglang_layout_unit_dir": str(units),
               "nvidia_gpu": {"driver_version": "580.105.08"}}
 
     class Host:

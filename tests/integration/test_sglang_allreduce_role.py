@@ -29,6 +29,7 @@ def run(venv, tmp_path, check=False, **variables):
     base = {"sglang_allreduce_venv": venv, "sglang_allreduce_tp_size": 2, "sglang_allreduce_user": getpass.getuser(),
             "sglang_allreduce_autotune_dir": str(tmp_path / "autotune"),
             "sglang_layout_env_dir": str(tmp_path / "etc"), "sglang_layout_home": str(tmp_path / "home"),
+            "sglang_layout_state_dir": str(tmp_path / "home"),
             # the canaries have tests of their own (test_allreduce_*_canary.py); here the paths are decided alone
             "sglang_allreduce_canary": False}
     (tmp_path / "etc").mkdir(exist_ok=True)

@@ -14,7 +14,8 @@ def role_vars(tmp_path, **overrides):
     recorded = records(tmp_path)
     home = os.path.dirname(recorded["gate_verdict_file"])
     variables = {"test_role": "sglang_metrics",
-                 "sglang_layout_home": home, "sglang_layout_root": str(tmp_path / "opt"),
+                 "sglang_layout_home": home, "sglang_layout_state_dir": home,
+                 "sglang_layout_root": str(tmp_path / "opt"),
                  "sglang_metrics_textfile_dir": str(tmp_path / "node-exporter"),
                  "sglang_metrics_server_endpoint": {"unit_file": files["unit_file"],
                                                     "model_path": files["model_path"]},

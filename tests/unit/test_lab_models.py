@@ -26,7 +26,7 @@ def test_the_inventory_pins_what_the_mirror_and_the_hub_serve_and_serves_them_th
     assert set(models) == set(re.search(r"for model in ([^;]+);", read("lab", "install-standins.sh")).group(1).split())
     layout = yaml.safe_load(read("roles", "sglang_layout", "defaults", "main.yml"))
     store = yaml.safe_load(read("roles", "sglang_model", "defaults", "main.yml"))["sglang_model_dir"].replace(
-        "{{ sglang_layout_home }}", layout["sglang_layout_home"])
+        "{{ sglang_layout_models_dir }}", layout["sglang_layout_models_dir"])
     target, draft = models["kimi-k2.5-standin"], models["kimi-k2.5-eagle3-standin"]
     assert target["revision"] == served
     assert target["source"] == {"type": "http", "url": "http://127.0.0.1:8090/kimi-k2.5-standin/%s" % served}

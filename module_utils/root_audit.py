@@ -13,15 +13,15 @@ lists them all, each with its rule and who can write the entry, and is stricter:
 - ``other-writable``: the write bit for others is set. A sticky folder (``/tmp``) is refused too, as a parent or
   not: every user can create the names in it that root has not made yet.
 - ``link-target``: a symbolic link (one listed, one on the way to a listed path, or one inside a tree) whose target,
-  resolved, is an entry or under a folder (other than those above the link itself) that one of the rules above
-  finds; the target's findings come first, each with
-  ``via`` naming the link. Link modes mean nothing and are not checked.
+  resolved, has an entry that one of the rules above finds, other than the folders above the link itself (those are
+  the link's own findings). The target's findings come first, each with ``via`` naming the link. A link's own mode
+  means nothing and is not checked.
 - ``absent``: a listed path that does not exist (the folders above it that exist are still audited, since another
   user who can write one could create it).
 - ``unexaminable``: an entry that cannot be ``lstat``-ed or a folder of a tree that cannot be listed.
 
-Nothing is followed while walking: every entry is ``lstat``-ed, and a link is audited as an entry and then through
-its target's own chain (``realpath``: the roles execute ``/opt/sglang/current/bin/python`` through ``current`` and
+Nothing is followed while walking: every entry is ``lstat``-ed (past a link on the way, the names below it are
+examined where the link leads), and a link is audited as an entry and then through its target's own chain (``realpath``: the roles execute ``/opt/sglang/current/bin/python`` through ``current`` and
 the venv's ``bin/python`` link). A tree is walked without following links; a link in it to a folder outside the tree
 has its target's chain audited, not that folder's content (list the folder in ``trees`` for that). Each entry is
 examined once and each finding reported once, in the order found.

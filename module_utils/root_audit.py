@@ -21,8 +21,9 @@ lists them all, each with its rule and who can write the entry, and is stricter:
 - ``unexaminable``: an entry that cannot be ``lstat``-ed or a folder of a tree that cannot be listed.
 
 Nothing is followed while walking: every entry is ``lstat``-ed (past a link on the way, the names below it are
-examined where the link leads), and a link is audited as an entry and then through its target's own chain (``realpath``: the roles execute ``/opt/sglang/current/bin/python`` through ``current`` and
-the venv's ``bin/python`` link). A tree is walked without following links; a link in it to a folder outside the tree
+examined where the link leads), and a link is audited as an entry and then through its target's own chain
+(``realpath``: the roles execute ``/opt/sglang/current/bin/python`` through ``current`` and the venv's
+``bin/python`` link). A tree is walked without following links; a link in it to a folder outside the tree
 has its target's chain audited, not that folder's content (list the folder in ``trees`` for that). Each entry is
 examined once and each finding reported once, in the order found.
 """

@@ -58,4 +58,5 @@ def test_bad_input_gets_the_modules_own_message():
     empty = run_module("sglang_root_audit", {"paths": [], "trees": []})
     assert empty["failed"] and "was given nothing to audit" in empty["msg"]
     nul = run_module("sglang_root_audit", {"trees": ["/opt\x00x"]})
-    assert nul["failed"] and nul["msg"].startswith("sglang_root_audit refused its arguments") and "trees[0]" in nul["msg"]
+    assert nul["failed"] and nul["msg"].startswith("sglang_root_audit refused its arguments")
+    assert "trees[0]" in nul["msg"]

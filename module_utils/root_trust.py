@@ -24,32 +24,36 @@ def _component_problem(path, info, uid, sticky_parent_ok):
     return None
 
 
+def chain_paths(path):
+    """``/`` and every folder on the way to PATH (made absolute, not resolved), PATH last."""
+    paths = ["/"]
+    for part in os.path.abspath(path).split("/"):
+        if part:
+            paths.append(os.path.join(paths[-1], part))
+    return paths
+
+
 def chain_problem(path, uid=0):
     """Why PATH or a folder above it is not root's alone (None when every one is), walked as given, no link
     followed."""
-    path = os.path.abspath(path)
-    parts = [part for part in path.split("/") if part]
-    shown = "/"
+    paths = chain_paths(path)
     try:
-        current = os.lstat(shown)
+        current = os.lstat("/")
     except OSError as exc:
         return "/ cannot be examined: %s" % exc.strerror
-    for part in parts + [None]:
-        last = part is None
+    for index, shown in enumerate(paths):
         nxt = None
-        if not last:
-            child = os.path.join(shown, part)
+        if index + 1 < len(paths):
+            child = paths[index + 1]
             try:
                 nxt = os.lstat(child)
             except OSError as exc:
                 return "%s cannot be examined: %s" % (child, exc.strerror)
         # a sticky world-writable folder is fine on the way to an entry root owns (checked next)
         problem = _component_problem(shown, current, uid, sticky_parent_ok=nxt is not None and nxt.st_uid == uid)
-        if problem:
+        if problem or nxt is None:
             return problem
-        if last:
-            return None
-        shown, current = child, nxt  # a link on the way: what it resolves to is checked by path_problem
+        current = nxt  # a link on the way: what it resolves to is checked by path_problem
     return None
 
 

@@ -4,8 +4,9 @@
 The rules live in module_utils/deploy_preflight.py; this plugin gathers what they read: the names of the host's
 variables, the roles' documented inputs (meta/argument_specs.yml, defaults/main.yml) and every name the roles and
 playbooks mention, the values the roles will see (the host's variable, else the role's default, templated here),
-the locks on the controller, and the host's GPUs (gpu_preflight's nvidia_gpu_facts module, one read-only run on the
-host). The fast path's comparison comes as an argument. library/sglang_deploy_preflight.py documents the options.
+the locks on the controller, the host's GPUs (gpu_preflight's nvidia_gpu_facts module, one read-only run on the
+host) and the size of the server model's weights where the host holds it (sglang_model_weights, read only). The fast
+path's comparison comes as an argument. library/sglang_deploy_preflight.py documents the options.
 """
 from __future__ import annotations
 
@@ -16,18 +17,20 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.action import ActionBase
 
 try:
-    from ansible.module_utils import deploy_preflight
+    from ansible.module_utils import deploy_preflight, model_fit
 except ImportError:  # the checkout: module_utils/ is on ansible.cfg's module_utils path, which modules see, not plugins
     import ansible.module_utils
     from ansible import constants as C
 
     ansible.module_utils.__path__.extend(p for p in C.DEFAULT_MODULE_UTILS_PATH
                                          if p not in ansible.module_utils.__path__)
-    from ansible.module_utils import deploy_preflight
+    from ansible.module_utils import deploy_preflight, model_fit
 
 ARGUMENT_SPEC = {
     "comparison": {"type": "raw"},
     "ep_size": {"type": "raw"},
+    "pp_size": {"type": "raw"},
+    "quantization": {"type": "raw"},
 }
 # Where roles and playbooks mention variable names: a checkout, or the installed collection (plugins/).
 MENTIONING = ("roles", "playbooks", "filter_plugins", "action_plugins", "plugins")
@@ -131,11 +134,40 @@ class ActionModule(ActionBase):
         path, text = self._lock(value("sglang_install_lock"))
         return deploy_preflight.client_problems(client, path, text, "sglang_install_lock")
 
+    def _module(self, name):
+        namespace = self._task.action.rpartition(".")[0]
+        return (namespace + "." if namespace else "") + name
+
+    def _model_fit(self, value, args, gpu_facts, tp_size, task_vars):
+        """([problem] or [], why): the server's model against the host's GPU memory, judged only where the host
+        holds the size of its weights (sglang_model_weights reads the revision's record or path manifest there)."""
+        models_dir = value("sglang_model_dir")
+        model = model_fit.server_model(value("sglang_server_model_path"), value("sglang_model_models"), models_dir)
+        if model is None:
+            return [], ("no verdict on the model's fit: sglang_server_model_path is none of sglang_model_models' "
+                        "folders (their current links, or a path source's folder)")
+        ranks = deploy_preflight.ranks(tp_size, args["pp_size"], gpu_facts.get("gpu_count"))
+        memory = max([gpu.get("memory_total_mib") or 0 for gpu in gpu_facts.get("gpus") or []] or [0])
+        if not ranks or not memory:
+            return [], ("no verdict on the model's fit: the GPUs' memory is not known, or the server's tp or pp "
+                        "size is not a positive integer")
+        source = model.get("source") or {}
+        module_args = {"models_dir": models_dir, "name": model["name"], "revision": model.get("revision")}
+        if source.get("type") == "path" and source.get("manifest"):
+            module_args["manifest"] = source["manifest"]
+        weights = self._execute_module(module_name=self._module("sglang_model_weights"), module_args=module_args,
+                                       task_vars=task_vars)
+        if weights.get("failed") or weights.get("unreachable"):
+            weights = {"known": False, "why": weights.get("msg") or "its size could not be read on the host"}
+        problem, why = model_fit.fit_problem("%s revision %s" % (model["name"], model.get("revision")), weights,
+                                             ranks, memory, value("sglang_server_mem_fraction_static"),
+                                             args["quantization"])
+        return [problem] if problem else [], why
+
     def _gpu_facts(self, nvidia_smi, task_vars):
         """The host's nvidia_gpu facts as gpu_preflight reads them (its module, read only); {} where they cannot be
         read, which gpu_preflight refuses with its own message (nothing is compared with the GPUs here then)."""
-        namespace = self._task.action.rpartition(".")[0]
-        found = self._execute_module(module_name=(namespace + "." if namespace else "") + "nvidia_gpu_facts",
+        found = self._execute_module(module_name=self._module("nvidia_gpu_facts"),
                                      module_args={} if nvidia_smi is None else {"nvidia_smi": nvidia_smi},
                                      task_vars=task_vars)
         if found.get("unreachable"):
@@ -163,9 +195,11 @@ class ActionModule(ActionBase):
         problems += deploy_preflight.parallel_problems(tp_size, args["ep_size"], gpu_facts.get("gpu_count"), nodes)
         problems += deploy_preflight.nccl_problems(value("nccl_tuning_settings"), value("sglang_install_environment"),
                                                    gpu_facts)
+        fit, fit_why = self._model_fit(value, args, gpu_facts, tp_size, task_vars)
+        problems += fit
         problems += self._client_problems(value, task_vars)
         installs, why = deploy_preflight.installs(args["comparison"])
-        result.update(changed=False, problems=problems, installs=installs, installs_why=why)
+        result.update(changed=False, problems=problems, installs=installs, installs_why=why, model_fit=fit_why)
         if problems:
             result.update(failed=True, msg=deploy_preflight.refusal(task_vars.get("inventory_hostname"), problems))
         return result

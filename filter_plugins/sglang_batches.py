@@ -51,9 +51,10 @@ def sglang_batches_problem(value, name="serial"):
     return "%s: %s" % (name, "; ".join(problems)) if problems else ""
 
 
-def sglang_rolling_hosts(groups, name, inventory_hosts):
-    """The hosts of group NAME (none when it was not made) in the order of INVENTORY_HOSTS (hostvars)."""
-    members = set(groups.get(name) or [])
+def sglang_rolling_hosts(groups, name, inventory_hosts, without=None):
+    """The hosts of group NAME (none when it was not made) in the order of INVENTORY_HOSTS (hostvars), less those of
+    group WITHOUT (the benchmark gate's hosts kept as not passed, left out of its later plays)."""
+    members = set(groups.get(name) or []) - set(groups.get(without) or [] if without else [])
     return [host for host in inventory_hosts if host in members]
 
 

@@ -8,10 +8,13 @@ leave that group out of their hosts, so a converged host costs no task there at 
     loop: "{{ ansible_play_hosts | sglang_fast_path_converged(hostvars) }}"     (the hosts that join the group)
     msg: "{{ ansible_play_hosts | sglang_fast_path_summary(hostvars) }}"       (one line for the matching hosts,
                                                                                 one per host that differs)
+    capabilities: "{{ table | sglang_fast_path_without(['benchmark']) }}"     (a record written before the gate)
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
 
 # The group of the hosts that match their last converge; roles/sglang_fast_path's add_host makes it
 # (tests/unit/test_fast_path_filters.py holds the role's name for it equal to this one).
@@ -59,10 +62,28 @@ def sglang_fast_path_summary(hosts, hostvars):
     return lines
 
 
+def sglang_fast_path_without(table, names, strict=True):
+    """TABLE ({capability: ...}: the capabilities or their covers) less NAMES: what a record written before the
+    benchmark gate holds (a capability it leaves out is "not in the converge record" to the next comparison, which
+    sends the host down the full path and through the gate again). STRICT: every name must be one of TABLE's, so a
+    renamed capability is never recorded as converged by a record meant to leave it out."""
+    if not isinstance(table, dict):
+        raise AnsibleFilterError("sglang_fast_path_without: expects a mapping of capabilities, got %r"
+                                 % type(table).__name__)
+    if isinstance(names, str) or not isinstance(names, (list, tuple)):
+        raise AnsibleFilterError("sglang_fast_path_without: names must be a list of capabilities, got %r" % (names,))
+    unknown = sorted(str(name) for name in names if name not in table)
+    if strict and unknown:
+        raise AnsibleFilterError("sglang_fast_path_without: %s %s none of the capabilities (%s)" % (
+            ", ".join(unknown), "is" if len(unknown) == 1 else "are", ", ".join(sorted(table))))
+    return {name: value for name, value in table.items() if name not in names}
+
+
 class FilterModule(object):
     """The fast path's hosts: which matched, the patterns of the plays after it, what to say."""
 
     def filters(self):
         return {"sglang_without_converged": sglang_without_converged,
                 "sglang_fast_path_converged": sglang_fast_path_converged,
-                "sglang_fast_path_summary": sglang_fast_path_summary}
+                "sglang_fast_path_summary": sglang_fast_path_summary,
+                "sglang_fast_path_without": sglang_fast_path_without}

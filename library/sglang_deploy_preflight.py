@@ -19,6 +19,12 @@ description:
     is refused, with the closest input of that role (a misspelled name would be ignored and its default hold).
   - C(sglang_server_tp_size) and C(--ep-size) must be positive integers; the tp size at most the GPUs the server
     spans (the host's GPUs times the hosts of C(sglang_server_multinode_group)); the ep size must divide it.
+  - The server's model must be able to fit its GPUs where the host holds the size of its weights (the revision's
+    record, or a C(path) source's manifest, read by the read-only C(sglang_model_weights) module); the weight files
+    divided by the ranks (tp size times I(pp_size)) may not exceed the host's largest GPU's memory, or that memory
+    times C(sglang_server_mem_fraction_static) where it is set (SGLang's static pool holds the weights). There is
+    no verdict (I(model_fit) says why) for a model not fetched yet, a model path none of C(sglang_model_models), or
+    a server that quantizes as it loads (I(quantization)).
   - C(nccl_tuning_settings) and the C(NCCL_*) of C(sglang_install_environment) are checked by name and value as
     nccl_tuning checks them (what needs the installed NCCL is left to that role).
   - Where the benchmark gate runs (tag C(benchmark) selected), the lock of the client's venv must pin the client's
@@ -35,6 +41,12 @@ options:
   ep_size:
     description: The expert-parallel size the server's extra arguments give (C(--ep-size)); none, not given.
     type: raw
+  pp_size:
+    description: The pipeline-parallel size the server's extra arguments give (C(--pp-size)); none, 1.
+    type: raw
+  quantization:
+    description: The quantization the server's extra arguments apply as it loads (C(--quantization)); none, none.
+    type: raw
 notes:
   - Supports check mode.
 """
@@ -50,6 +62,10 @@ RETURN = r"""
 problems: {description: One message per problem found (empty when none)., returned: always, type: list, elements: str}
 installs: {description: Whether this run may install a venv or fetch a model., returned: always, type: bool}
 installs_why: {description: Why I(installs) is what it is., returned: always, type: str}
+model_fit:
+  description: What the model's fit was judged on, or why there is no verdict.
+  returned: always
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -57,7 +73,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(comparison=dict(type="raw"), ep_size=dict(type="raw")),
+        argument_spec=dict(comparison=dict(type="raw"), ep_size=dict(type="raw"), pp_size=dict(type="raw"),
+                           quantization=dict(type="raw")),
         supports_check_mode=True,
     )
     module.fail_json(msg="sglang_deploy_preflight runs on the controller (its action plugin): it reads the host's "

@@ -7,6 +7,7 @@ locks, and passes them here. Each problem names the rule it checks and the varia
 * a variable named with a role's prefix that no role reads (a misspelling the roles would ignore, running with
   their default), with the closest input of that role;
 * the server's tensor-parallel and expert-parallel sizes: positive integers, within the GPUs the server spans;
+* the model's fit against the GPUs' memory, where the host holds its size (module_utils/model_fit.py);
 * the NCCL settings' names and values (nccl_settings' rules, without what only the installed venv tells);
 * the benchmark client's packages, in the lock the client's venv is installed from;
 * whether this run installs or fetches anything, which sizes the free-space check (gpu_preflight).
@@ -114,6 +115,14 @@ def parallel_problems(tp_size, ep_size, gpu_count, nodes=1):
         problems.append("--ep-size %d in sglang_server_extra_args does not divide sglang_server_tp_size %d: SGLang "
                         "splits the tensor-parallel ranks into expert-parallel groups of equal size" % (ep, tp))
     return problems
+
+
+def ranks(tp_size, pp_size, gpu_count):
+    """The server's GPU ranks, tensor-parallel (TP_SIZE; None: the GPU count, sglang_server's default) times
+    pipeline-parallel (PP_SIZE, --pp-size; None: 1); None where one is not a positive integer (refused above)."""
+    tp = gpu_count if tp_size is None else _count("tp", tp_size, "")[0]
+    pp = 1 if pp_size is None else _count("pp", pp_size, "")[0]
+    return tp * pp if tp and pp else None
 
 
 def nccl_problems(settings, server_environment, gpu_facts):

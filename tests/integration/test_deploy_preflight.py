@@ -2,6 +2,7 @@
 GPUs read by the nvidia-smi stand-in (a 2-GPU capture profile). Every mistake is named in one message by the first
 task that can fail, before any role runs and with nothing changed; only refused inputs run here (accepted ones would
 deploy onto this machine: each inventory also holds a listen address the next check refuses)."""
+import json
 import os
 
 import yaml
@@ -17,8 +18,9 @@ def deploy(tmp_path, variables, profile="rtxpro6000-2x-pcie", extra=()):
     # A listen address sglang_server's settings check refuses (the task after the preflight): should the preflight
     # let the inputs pass, the run still stops before any role changes this machine.
     inventory.write_text(yaml.safe_dump({"blackwell": {"hosts": {"gpu-a": dict(
-        variables, ansible_connection="local", ansible_python_interpreter="{{ ansible_playbook_python }}",
-        gpu_preflight_nvidia_smi=STANDIN, sglang_server_model_path="/srv/models/m", sglang_server_host="0.0.0.0")}}}))
+        dict(ansible_connection="local", ansible_python_interpreter="{{ ansible_playbook_python }}",
+             gpu_preflight_nvidia_smi=STANDIN, sglang_server_model_path="/srv/models/m", sglang_server_host="0.0.0.0"),
+        **variables)}}}))
     rc, report = run_playbook("deploy.yml", dict(extra), inventory=str(inventory),
                               env={"NVIDIA_SMI_STANDIN_PROFILE_DIR": os.path.join(PROFILES, profile)})
     ran = task_results(report, "gpu-a")
@@ -70,3 +72,36 @@ def test_the_host_client_needs_its_packages_in_the_lock_this_run_installs(tmp_pa
     assert len(result["problems"]) == 1
     assert "sglang_install_lock (%s) pins none of numpy, aiohttp, requests, tqdm, transformers" % lock \
         in result["problems"][0]
+
+
+def path_model(tmp_path, weight_bytes):
+    """A path source whose manifest (on this host, the only place the preflight reads it) lists WEIGHT_BYTES of
+    weights; the folder itself is never read before sglang_model verifies it."""
+    manifest = tmp_path / "m.json"
+    manifest.write_text(json.dumps({"files": [
+        {"name": "config.json", "size": 700, "sha256": "0" * 64},
+        {"name": "model-00001-of-00001.safetensors", "size": weight_bytes, "sha256": "1" * 64}]}))
+    return {"sglang_server_model_path": str(tmp_path / "m"), "sglang_model_dir": str(tmp_path / "models"),
+            "sglang_model_models": [{"name": "m", "revision": "v1", "source": {
+                "type": "path", "path": str(tmp_path / "m"), "manifest": str(manifest)}}]}
+
+
+def test_a_model_larger_than_its_gpus_is_refused_with_the_figures(tmp_path):
+    # 250 GiB over the capture's two 97887 MiB GPUs: 125 GiB a rank.
+    rc, ran = deploy(tmp_path, dict(path_model(tmp_path, 250 * 1024 ** 3), sglang_server_tp_size=2))
+    assert rc != 0
+    name, result = refused(ran)
+    assert name == TASK
+    assert result["problems"] == [result["problems"][0]] and result["problems"][0].startswith(
+        "m revision v1 cannot fit its GPUs: each tensor-parallel rank holds at least 1/2 of the weights")
+    assert "the GPU's whole memory, 97887 MiB" in result["problems"][0]
+    assert "spread it over 3 or more ranks" in result["problems"][0]
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_model_that_fits_passes_the_preflight_with_what_it_compared(tmp_path):
+    rc, ran = deploy(tmp_path, dict(path_model(tmp_path, 100 * 1024 ** 3), sglang_server_tp_size=2))
+    assert rc != 0  # the listen address, refused by the next task
+    preflight = dict(ran)[TASK]
+    assert not preflight.get("failed")
+    assert preflight["model_fit"].startswith("the weights fit: 100.0 GiB")

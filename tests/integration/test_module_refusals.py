@@ -233,6 +233,25 @@ def test_model_config_reads_a_wrapped_models_hidden_size(tmp_path):
     assert result["config"] == str(tmp_path / "model" / "config.json")
 
 
+def test_model_weights_wants_an_absolute_models_dir_and_a_revision_name(tmp_path):
+    assert "models_dir must be an absolute path" in refused(
+        "sglang_model_weights", {"models_dir": "models", "name": "m", "revision": "v1"}, tmp_path)
+    assert "reserved" in refused(
+        "sglang_model_weights", {"models_dir": str(tmp_path / "models"), "name": "m", "revision": "current"}, tmp_path)
+
+
+def test_model_weights_reads_a_path_manifest_and_says_why_nothing_is_known(tmp_path):
+    manifest = tmp_path / "m.json"
+    manifest.write_text('{"files": [{"name": "a.safetensors", "size": 2048, "sha256": "%s"}]}' % ("a" * 64))
+    args = {"models_dir": str(tmp_path / "models"), "name": "m", "revision": "v1"}
+    result = run_module("sglang_model_weights", dict(args, manifest=str(manifest)))
+    assert not result.get("failed") and not result["changed"], result
+    assert (result["known"], result["weight_bytes"], result["read_from"]) == (True, 2048, str(manifest))
+    result = run_module("sglang_model_weights", args)
+    assert result["known"] is False and "no record of revision v1 of m" in result["why"], result
+    assert not (tmp_path / "models").exists()
+
+
 # ------------------------------------------------------------------ every module: NUL in paths and account names
 
 NUL = "\x00"
@@ -256,6 +275,8 @@ NUL_CASES = [
     ("sglang_fusion_proof", {"unit_file": "{tmp}/u" + NUL, "log_lines": [], "served": {}}, "unit_file"),
     ("sglang_model_config", {"model_path": "{tmp}/m" + NUL}, "model_path"),
     ("sglang_model_current", {"models_dir": "{tmp}/models" + NUL, "name": "m", "revision": "r"}, "models_dir"),
+    ("sglang_model_weights", {"models_dir": "{tmp}/models", "name": "m", "revision": "r",
+                              "manifest": "{tmp}/m" + NUL + ".json"}, "manifest"),
     ("sglang_model_fetch", {"name": "m", "revision": "r", "models_dir": "{tmp}/models" + NUL,
                             "source": {"type": "path", "path": "{tmp}/src"}}, "models_dir"),
     ("sglang_nccl_settings", {"venv": "{tmp}/venv", "env_file": "{tmp}/nccl" + NUL + ".env"}, "env_file"),

@@ -36,3 +36,13 @@ def test_rolling_plays_take_their_hosts_in_inventory_order():
     inventory = ["gpu1", "gpu2", "gpu3", "other"]
     assert sglang_batches.sglang_rolling_hosts(groups, "sglang_server_restart", inventory) == ["gpu1", "gpu3"]
     assert sglang_batches.sglang_rolling_hosts(groups, "sglang_benchmark_failed", inventory) == []
+
+
+def test_a_rolling_play_leaves_out_the_hosts_of_the_group_it_names():
+    groups = {"sglang_benchmark_measure": ["gpu3", "gpu1", "gpu2"], "sglang_benchmark_not_passed": ["gpu1"]}
+    inventory = ["gpu1", "gpu2", "gpu3"]
+    assert sglang_batches.sglang_rolling_hosts(groups, "sglang_benchmark_measure", inventory,
+                                               "sglang_benchmark_not_passed") == ["gpu2", "gpu3"]
+    # A group not made yet (no host failed) leaves nothing out.
+    assert sglang_batches.sglang_rolling_hosts({"sglang_benchmark_measure": ["gpu2"]}, "sglang_benchmark_measure",
+                                               inventory, "sglang_benchmark_not_passed") == ["gpu2"]

@@ -59,6 +59,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils import layout_migration
+from ansible.module_utils import param_checks
 
 
 def _absolute(value, what):
@@ -84,11 +85,15 @@ def main():
                            patterns=dict(type="list", elements="dict", default=[])),
         supports_check_mode=True,
     )
-    moved, kept = [], []
+    refused = param_checks.refusal("sglang_layout_migrate", module.argument_spec, module.params)
+    if refused:
+        module.fail_json(msg=refused)
+    moved, kept, made = [], [], False
     try:
         state_dir = _absolute(module.params["state_dir"], "state_dir")
+        pairs = _pairs(module.params)  # every argument checked before anything is made
         made = layout_migration.ensure_folder(state_dir, module.check_mode)
-        for src, dest in _pairs(module.params):
+        for src, dest in pairs:
             if module.check_mode and made and os.path.dirname(dest) == state_dir:
                 outcome = "absent" if not os.path.lexists(src) else "would move"
             else:

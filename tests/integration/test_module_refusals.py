@@ -350,3 +350,18 @@ def test_fingerprint_extra_with_a_lone_surrogate_is_refused(tmp_path):
     msg = refused_direct("sglang_server_fingerprint", {"paths": [str(tmp_path / "data" / "unit")],
                                                        "extra": ["580.1\ud800"]}, tmp_path)
     assert msg.startswith("sglang_server_fingerprint: extra[0] holds a lone surrogate (U+D800)"), msg
+
+
+# ------------------------------------------------------------------------------------------ sglang_layout_migrate
+
+@pytest.mark.parametrize("args, said", [
+    ({"state_dir": "/x\u0000y"}, "NUL byte"),
+    ({"moves": [{"src": "relative", "dest": "/d"}]}, "moves[].src must be an absolute path"),
+    ({"moves": [{"src": "/s"}]}, "moves[].dest must be an absolute path"),
+    ({"patterns": [{"src_dir": "/s", "dest_dir": "/d", "pattern": "a/b"}]}, "pattern without /"),
+    ({"patterns": [{"src_dir": "/s", "dest_dir": "/d"}]}, "pattern without /"),
+])
+def test_layout_migrate_refuses_bad_input_before_making_anything(tmp_path, args, said):
+    state = tmp_path / "deploy"
+    msg = refused("sglang_layout_migrate", dict({"state_dir": str(state)}, **args), tmp_path)
+    assert said in msg and not state.exists()

@@ -4,8 +4,8 @@ tree leave the service user's home for folders only root can write.
 
 Each entry is renamed (``renameat`` between directory descriptors: the entry itself moves, a link is never followed)
 and then checked where it landed, out of the service user's reach: it and everything under it must be a regular file
-or folder, owned by root, not writable by group or others, and a file must have no second name (a hard link to a file
-elsewhere). An entry that fails is renamed back and the move refused, naming the path and the rule: what the service
+or folder (or, inside a moved folder, a link to an entry of its own folder, as a model's ``current``), owned by root,
+not writable by group or others, and a file must have no second name (a hard link to a file elsewhere). An entry that fails is renamed back and the move refused, naming the path and the rule: what the service
 user could have planted is never carried into root's folders. An entry already at its new place stays (the new
 layout's is the one in use); nothing is copied, so nothing is lost or doubled.
 """
@@ -33,14 +33,26 @@ def _kind(mode):
     return None
 
 
-def entry_problem(path, info, uid=0):
-    """Why one entry (its lstat INFO) may not live in root's folders; None when it may."""
+def sibling_link(target):
+    """Whether a link's TARGET names an entry of its own folder (a model's ``current`` -> ``<revision>``): inside a
+    moved tree it then resolves inside that tree, whose every entry is checked."""
+    return bool(target) and "/" not in target and target not in (".", "..")
+
+
+def entry_problem(path, info, uid=0, link_target=None):
+    """Why one entry (its lstat INFO) may not live in root's folders; None when it may. A link passes only with
+    LINK_TARGET given and naming a sibling (inside a moved tree; the entry moved itself is never a link)."""
     kind = _kind(info.st_mode)
+    if kind == "a symbolic link" and sibling_link(link_target):
+        kind = None
     if kind:
+        if link_target is not None:
+            return "%s is a symbolic link to %s: only links to an entry of their own folder are carried" % (
+                path, link_target)
         return "%s is %s: only regular files and folders are carried" % (path, kind)
     if info.st_uid != uid:
         return "%s is owned by uid %d: root carries only what root wrote" % (path, info.st_uid)
-    if info.st_mode & 0o022:
+    if info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode):  # a link's own mode means nothing
         return "%s is writable by group or others (mode %04o)" % (path, stat.S_IMODE(info.st_mode))
     if stat.S_ISREG(info.st_mode) and info.st_nlink != 1:
         return "%s has %d names (a hard link to a file elsewhere)" % (path, info.st_nlink)
@@ -62,7 +74,8 @@ def _tree_problem(fd, shown, uid):
         for name in sorted(os.listdir(fd)):
             child = os.path.join(shown, name)
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            problem = entry_problem(child, info, uid)
+            target = os.readlink(name, dir_fd=fd) if stat.S_ISLNK(info.st_mode) else None
+            problem = entry_problem(child, info, uid, target)
             if problem:
                 return problem
             if stat.S_ISDIR(info.st_mode):

@@ -84,6 +84,43 @@ def test_the_models_tree_moves_to_its_own_root_folder(home):
     assert os.path.isdir(home.models) and not os.path.exists(new)
 
 
+def _root_models(home, name="root-models"):
+    """A models tree as root's fetch leaves it: <model>/<revision>/ files, <model>/current -> <revision>."""
+    tree = os.path.join(home.home, name)
+    os.makedirs(os.path.join(tree, "m", "r1"), 0o755)
+    os.chmod(tree, 0o755)
+    _root_file(os.path.join(tree, "m", "r1", "model.safetensors"), b"w" * 100)
+    os.symlink("r1", os.path.join(tree, "m", "current"))
+    return tree
+
+
+def test_a_models_tree_of_roots_moves_with_its_current_links(home):
+    new = os.path.join(home.base, "models")
+    assert lm.move(_root_models(home), new) == "moved"
+    assert os.readlink(os.path.join(new, "m", "current")) == "r1"
+    assert os.path.isfile(os.path.join(new, "m", "current", "model.safetensors"))
+
+
+@pytest.mark.parametrize("target", ["/etc", "../..", "..", "r1/../../x"])
+def test_a_link_out_of_its_folder_inside_the_models_tree_is_put_back(home, target):
+    tree = _root_models(home)
+    os.symlink(target, os.path.join(tree, "m", "escape"))
+    new = os.path.join(home.base, "models")
+    with pytest.raises(lm.MigrationRefused) as refused:
+        lm.move(tree, new)
+    assert "escape is a symbolic link to %s" % target in str(refused.value) and "put back" in str(refused.value)
+    assert os.path.isdir(tree) and not os.path.exists(new)
+
+
+def test_a_moved_entry_that_is_itself_a_link_to_a_sibling_is_refused(home):
+    os.mkdir(home.state, 0o755)
+    os.mkdir(os.path.join(home.home, "elsewhere"), 0o755)
+    os.symlink("elsewhere", os.path.join(home.home, "known-good"))
+    with pytest.raises(lm.MigrationRefused) as refused:
+        _migrate(home, ["known-good"])
+    assert "known-good is a symbolic link" in str(refused.value)
+
+
 @pytest.mark.parametrize("plant, rule", [
     (lambda p: os.symlink("/etc/shadow", p), "a symbolic link"),
     (lambda p: os.mkfifo(p), "a FIFO"),

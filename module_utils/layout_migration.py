@@ -5,8 +5,9 @@ tree leave the service user's home for folders only root can write.
 Each entry is renamed (``renameat`` between directory descriptors: the entry itself moves, a link is never followed)
 and then checked where it landed, out of the service user's reach: it and everything under it must be a regular file
 or folder (or, inside a moved folder, a link to an entry of its own folder, as a model's ``current``), owned by root,
-not writable by group or others, and a file must have no second name (a hard link to a file elsewhere). An entry that fails is renamed back and the move refused, naming the path and the rule: what the service
-user could have planted is never carried into root's folders. An entry already at its new place stays (the new
+not writable by group or others, and a file must have no second name (a hard link to a file elsewhere). An entry
+that fails is renamed back and the move refused, naming the path and the rule: what the service user could have
+planted is never carried into root's folders. An entry already at its new place stays (the new
 layout's is the one in use); nothing is copied, so nothing is lost or doubled.
 """
 from __future__ import annotations

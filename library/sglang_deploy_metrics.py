@@ -24,6 +24,8 @@ author:
 options:
   path:
     description: The textfile, in node_exporter's textfile folder (it must exist); its name must end in C(.prom).
+      Run as root, that folder and every one above it must be root's and not group- or world-writable, or nothing
+      is written.
     type: path
     required: true
   info:
@@ -109,6 +111,7 @@ from ansible.module_utils import deploy_metrics
 from ansible.module_utils import gate_verdict
 from ansible.module_utils import param_checks
 from ansible.module_utils import pkg_versions
+from ansible.module_utils import root_trust
 
 
 def _read(module, path):
@@ -172,6 +175,13 @@ def main():
     if not p["path"].endswith(".prom") or not os.path.isdir(os.path.dirname(os.path.abspath(p["path"]))):
         module.fail_json(msg="sglang_deploy_metrics: path %s must end in .prom (node_exporter reads no other name) "
                              "in a folder that exists; nothing written" % p["path"])
+    # Root reads the old file (its counters) and replaces it: only where no other user can write, up to /.
+    problem = root_trust.chain_problem(os.path.dirname(os.path.abspath(p["path"]))) if os.geteuid() == 0 else None
+    if problem:
+        module.fail_json(msg="sglang_deploy_metrics: %s; root writes the textfile only in a folder that only root can "
+                             "write, every folder above it too (make it root's and not group- or world-writable, or "
+                             "point node_exporter and sglang_metrics_textfile_dir at one that is); nothing written"
+                             % problem)
     old_text = _read(module, p["path"])
     new = dict(info=p["info"], allreduce_path=p["allreduce_path"],
                fused=None if p["fused"] is None else int(p["fused"]),

@@ -1,6 +1,7 @@
 """sglang_deploy_metrics through real Ansible: the textfile from real records, promtool-clean, idempotent, honest in
 check and diff mode, counters kept over a truncated log, links and FIFOs refused."""
 import os
+import pwd
 
 from ansible.module_utils import gate_verdict
 from tests.helpers.ansible_run import refusal as refused, run_module
@@ -131,3 +132,20 @@ def test_a_missing_unit_is_refused_and_a_venv_without_packages_says_none(tmp_pat
     assert not result.get("failed"), result
     assert result["facts"]["info"]["sglang_version"] == "none"
     assert result["facts"]["info"]["flashinfer_version"] == "none"
+
+
+def test_a_textfile_folder_another_user_can_write_is_refused(tmp_path):
+    # Debian's node-exporter package leaves /var/lib/prometheus to its prometheus user; an earlier drift_schedule let
+    # its check's group write the textfile folder. Root neither reads nor writes there: refused, the rule named.
+    args = dict(records(tmp_path), info=INFO)
+    folder = os.path.dirname(args["path"])
+    nobody = pwd.getpwnam("nobody")
+    os.chown(folder, nobody.pw_uid, 0)
+    message = refused(run_module("sglang_deploy_metrics", args))
+    assert "%s is owned by uid %d" % (folder, nobody.pw_uid) in message and "only root can write" in message
+    os.chown(folder, 0, 0)
+    os.chmod(folder, 0o775)
+    assert "%s is writable by group or others (mode 0775)" % folder in refused(run_module("sglang_deploy_metrics", args))
+    assert not os.path.exists(args["path"])
+    os.chmod(folder, 0o755)
+    assert run_module("sglang_deploy_metrics", args)["changed"]

@@ -52,3 +52,14 @@ def test_device_access_is_nvidia_only(tmp_path):
     text = (render(tmp_path) / "sglang.service").read_text()
     assert "DevicePolicy=closed" in text
     assert [line for line in text.splitlines() if line.startswith("DeviceAllow=")] == ["DeviceAllow=char-nvidia* rw"]
+
+
+@pytest.mark.parametrize("user, writable", [
+    ("sglang-drift", "/var/lib/prometheus/node-exporter/sglang_drift.d"),
+    ("root", "/var/lib/prometheus/node-exporter")])
+def test_drift_unit_writes_node_exporters_folder_only_as_root(tmp_path, user, writable):
+    # A check user other than root writes its textfile in its own folder; node_exporter's folder (where root writes
+    # sglang_deploy.prom) is writable by the unit only when the check runs as root anyway.
+    text = (render(tmp_path, drift_schedule_user=user, drift_schedule_group=user) / "sglang-drift.service").read_text()
+    paths = [line for line in text.splitlines() if line.startswith("ReadWritePaths=")][0].split("=", 1)[1].split()
+    assert paths[-1] == "-" + writable

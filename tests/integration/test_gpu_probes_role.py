@@ -5,7 +5,9 @@ called it and answers with a result the real microbenchmark wrote on 2x H200 (h2
 import getpass
 import json
 import os
+import pathlib
 import sys
+import tempfile
 
 import pytest
 
@@ -138,3 +140,37 @@ def test_beside_a_running_server_it_measures_only_when_asked_and_says_so(host):
     assert len(calls(host)) == 2
     shown = dict(task_results(report))["Show the comparison"]["msg"]
     assert shown.strip().startswith("Measured beside the running sglang (its load included). NCCL ")
+
+
+PLANTING = """#!/usr/bin/python3
+# Stand-in for the microbenchmark run by a service user gone bad: where its result belongs it leaves a link to a file
+# only root may read, and calls it a result.
+import os, sys
+args = sys.argv[1:]
+os.symlink(%(secret)r, args[args.index("--out") + 1])
+"""
+
+
+def test_a_link_left_for_a_result_reaches_nothing_only_root_may_read(host):
+    secret = host / "secret"
+    secret.write_text("root's alone\n")
+    secret.chmod(0o600)
+    # The service user (nobody) runs the stand-in: it lives in a folder that user can reach (pytest's are root's 0700).
+    with tempfile.TemporaryDirectory(prefix="gpu-probes-reach.") as folder:
+        os.chmod(folder, 0o755)
+        rc, report = planted_run(host, pathlib.Path(folder), secret)
+    assert rc != 0
+    assert failure(report)[0] == "Read the results as the service user"
+    assert "allreduce-deployed.json: Permission denied" in json.dumps(report)
+    assert "root's alone" not in json.dumps(report)
+    reports = host / "reports"
+    kept = [p.read_text() for p in reports.rglob("*") if p.is_file()] if reports.exists() else []
+    assert not any("root's alone" in text for text in kept)
+
+
+def planted_run(host, reach, secret):
+    for folder in (reach / "venv", reach / "venv" / "bin"):
+        folder.mkdir()
+    (reach / "venv" / "bin" / "python").write_text(PLANTING % {"secret": str(secret)})
+    (reach / "venv" / "bin" / "python").chmod(0o755)
+    return probe(host, sglang_server_tp_size=2, gpu_probes_user="nobody", gpu_probes_venv=str(reach / "venv"))

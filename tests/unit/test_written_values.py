@@ -84,6 +84,9 @@ FIXTURES = {
         "drift_schedule_notify_command": ["/usr/local/bin/notify", "sglang drift"],
         "__drift_schedule_group": "sglang-drift",
     },
+    "gpu_probes": {  # a result as the microbenchmark's stand-in leaves it, read back with runuser cat
+        "item": {"item": "deployed", "stdout": "{\"tool\": \"allreduce_bench\", \"label\": \"deployed\"}"},
+    },
     "sglang_benchmark": {
         "__sglang_benchmark_rolled_back": "to the state that passed at 2026-12-01: restore /x; server healthy.",
     },

@@ -73,7 +73,7 @@ FIXTURES = {
                                     "server_args": [], "environment": {}},
         "sglang_allreduce_applied": "nccl", "sglang_allreduce_environment": {"SGLANG_ENABLE_PCIE_IPC_ALLREDUCE": "0"},
         "sglang_allreduce_server_args": ["--disable-custom-all-reduce"],
-        "__sglang_allreduce_canary_new": {"rc": 0, "stdout": "{\"passed\": true}"},
+        "__sglang_allreduce_canary_result": {"passed": True, "summary": "fusion canary PASSED on 2 GPU(s)"},
         "__sglang_allreduce_canary": {"key": "fusion", "value": {
             "file": "/var/lib/sglang/fusion-canary.json", "key": {"gpu": "g"}, "gpus": 2, "argv": [], "environment": {}}},
     },

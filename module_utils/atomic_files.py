@@ -441,14 +441,9 @@ class RecordError(Exception):
 
 
 def read_record(path):
-    """The record's text, or None when there is none."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordError("cannot read %s: %s" % (path, exc))
+    """The record's text, or None when there is none: a regular file only, never read through a symlink in its
+    place nor opened when it is a FIFO or device (RecordError, naming it)."""
+    return read_regular(path, limit=16 << 20)
 
 
 def read_regular(path, limit=1 << 20):
@@ -463,9 +458,10 @@ def read_regular(path, limit=1 << 20):
         if exc.errno == errno.ELOOP:
             raise RecordError("%s is a symlink: it is read only as a regular file, never through a link" % path)
         raise RecordError("cannot read %s: %s" % (path, exc.strerror))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a folder too: fdopen would raise on it
+        os.close(fd)
+        raise RecordError("cannot read %s: it is not a regular file (a folder, FIFO or device is never read)" % path)
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise RecordError("%s is not a regular file: it is not read" % path)
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise RecordError("%s is larger than %d bytes: it is not read" % (path, limit))

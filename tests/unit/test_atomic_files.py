@@ -6,6 +6,7 @@ import pytest
 
 from ansible.module_utils import atomic_files as af
 from tests.helpers.file_tree import tree
+from tests.helpers.planted import hang_guard
 
 
 @pytest.fixture
@@ -99,6 +100,19 @@ def test_a_record_is_written_read_back_and_removed(tmp_path):
     af.put_record(str(record), None)  # nothing to remove is no failure
     diff = af.record_diff(str(record), None, "new\n")
     assert diff == {"before": "", "after": "new\n", "before_header": str(record), "after_header": str(record)}
+
+
+def test_a_record_is_never_read_through_a_link_nor_from_a_fifo(tmp_path):
+    # What root decides from (the gate's verdict, the all-reduce choice, the converge record): a link or a FIFO in its
+    # place is refused by name, the link's target never read, a FIFO never opened for a read that would wait.
+    secret = tmp_path / "secret"
+    secret.write_text('{"passed": true}\n')
+    (tmp_path / "gate-verdict.json").symlink_to(secret)
+    with pytest.raises(af.RecordError, match="gate-verdict.json is a symlink"):
+        af.read_record(str(tmp_path / "gate-verdict.json"))
+    os.mkfifo(str(tmp_path / "allreduce-choice.json"))
+    with hang_guard(10), pytest.raises(af.RecordError, match="allreduce-choice.json: it is not a regular file"):
+        af.read_record(str(tmp_path / "allreduce-choice.json"))
 
 
 def test_record_failures_name_the_file_and_keep_the_old_one(tmp_path):

@@ -66,25 +66,57 @@ def original_bytes(sglang_wheel, rel):
 
 
 def make_venv(path, *wheels):
-    """A real venv with the wheels installed by real pip, --no-deps (no torch)."""
-    subprocess.run([sys.executable, "-m", "venv", path], check=True)
+    """A real venv with the wheels installed by real pip, --no-deps (no torch). The venv gets no pip of its own
+    (--without-pip): this interpreter's pip installs into it (pip --python), which spares each venv the seconds of
+    CPU that ensurepip spends installing pip; what the tests read (the wheels' packages and metadata) is the same."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", path], check=True)
     if wheels:
         pip_install(path, *wheels)
     return path
 
 
+# What tests and the modules under test write into a venv of wheels in place (a hand edit, a chmod, an append): the
+# guard files of the fusion patch. copy_venv copies these; the modules replace files by rename, never in place.
+WRITTEN_IN_PLACE = (os.path.join("sglang", "srt", "layers"),)
+
+
 def copy_venv(venv, path):
     """A private copy of a venv at path (its links kept as links, as a venv's interpreter is one): a fraction of the
-    cost of installing the wheels again. Tests run its Python (``python -m pip``), never its copied bin/ scripts,
-    whose first lines still name the original."""
-    shutil.copytree(venv, str(path), symlinks=True)
+    cost of installing the wheels again. Its folders are its own and so is every file outside site-packages (pyvenv.cfg,
+    bin/, the patch's record); site-packages' files are hard links to the original's, except those under
+    WRITTEN_IN_PLACE, which are copied. A test or module may add, remove or rename files anywhere, and write in place
+    only below WRITTEN_IN_PLACE (a write through a hard link would change the original, which other tests read; the
+    pristine venvs' fixture checks at the end of the run that none did). Tests run its Python, never its copied bin/
+    scripts, whose first lines still name the original."""
+    site = site_packages(venv)
+    private = tuple(os.path.join(site, rel) + os.sep for rel in WRITTEN_IN_PLACE)
+
+    def link_or_copy(src, dst):
+        if not src.startswith(site + os.sep) or src.startswith(private):
+            return shutil.copy2(src, dst)
+        os.link(src, dst)
+        return dst
+    shutil.copytree(venv, str(path), symlinks=True, copy_function=link_or_copy)
     return str(path)
 
 
+def file_stats(venv):
+    """{path below the venv: (size, mtime_ns, mode)} of its files, bytecode aside: what a write in place or a chmod
+    changes."""
+    found = {}
+    for directory, dirs, files in os.walk(venv):
+        dirs[:] = [name for name in dirs if name != "__pycache__"]  # bytecode its Python may write where it may
+        for name in files:
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            found[os.path.relpath(path, venv)] = (info.st_size, info.st_mtime_ns, info.st_mode)
+    return found
+
+
 def pip_install(venv, *wheels):
-    # python -m pip, not bin/pip: a copied venv's bin/pip still points at the original's interpreter
-    subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-compile"]
-                   + list(wheels), check=True)
+    # This interpreter's pip, installing for the venv's Python (pip --python): the venvs made here have no pip.
+    subprocess.run([sys.executable, "-m", "pip", "--python", os.path.join(venv, "bin", "python"), "install", "-q",
+                    "--no-deps", "--no-index", "--no-compile"] + list(wheels), check=True)
 
 
 def site_packages(venv):

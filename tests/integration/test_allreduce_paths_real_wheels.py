@@ -18,34 +18,33 @@ OFF = ["--enforce-disable-flashinfer-allreduce-fusion"]  # SGLang's own off swit
 SPEC = dict(speculative=True, speculative_num_draft_tokens=4, cuda_graph_max_bs=16, hidden_size=7168)
 
 
-def venv_with(tmp_path_factory, sglang, flashinfer):
-    folder = tmp_path_factory.mktemp("sglang-%s-fi-%s" % (sglang, flashinfer))
-    return wheels.make_venv(str(folder / "venv"), wheels.wheel("sglang", sglang),
-                            wheels.wheel("flashinfer-python", flashinfer))
+# The module only reads the venvs: the run's shared pristine ones (tests/integration/conftest.py).
+def venv_with(pristine_venv_of, sglang, flashinfer):
+    return pristine_venv_of(("sglang", sglang), ("flashinfer-python", flashinfer))
 
 
 @pytest.fixture(scope="module")
-def v0523(tmp_path_factory):
+def v0523(pristine_venv_of):
     """What sglang 0.5.23 pins: FlashInfer 0.7.2."""
-    return venv_with(tmp_path_factory, "0.5.23", "0.7.2")
+    return venv_with(pristine_venv_of, "0.5.23", "0.7.2")
 
 
 @pytest.fixture(scope="module")
-def v0521(tmp_path_factory):
+def v0521(pristine_venv_of):
     """What sglang 0.5.21 pins: FlashInfer 0.6.18 (the switch exists, the kernel does not)."""
-    return venv_with(tmp_path_factory, "0.5.21", "0.6.18")
+    return venv_with(pristine_venv_of, "0.5.21", "0.6.18")
 
 
 @pytest.fixture(scope="module")
-def v0517(tmp_path_factory):
+def v0517(pristine_venv_of):
     """The device machine's install: sglang 0.5.17 with FlashInfer upgraded to 0.6.18."""
-    return venv_with(tmp_path_factory, "0.5.17", "0.6.18")
+    return venv_with(pristine_venv_of, "0.5.17", "0.6.18")
 
 
 @pytest.fixture(scope="module")
-def v0514(tmp_path_factory):
+def v0514(pristine_venv_of):
     """sglang 0.5.14 with the FlashInfer it pins (0.6.12, before SM12x trtllm kernels)."""
-    return venv_with(tmp_path_factory, "0.5.14", "0.6.12")
+    return venv_with(pristine_venv_of, "0.5.14", "0.6.12")
 
 
 def paths(target_venv, **args):

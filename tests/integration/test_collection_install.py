@@ -71,17 +71,42 @@ def test_the_install_holds_the_collection_and_nothing_of_the_checkout(installed)
         assert not (root / left_out).exists(), left_out
 
 
+# One ansible-doc for every module (it takes several names, as a user may give it), each module's test reading its
+# part: an ansible-doc start costs more CPU than rendering one module.
+@pytest.fixture(name="rendered", scope="module")
+def _rendered(installed):
+    """(ansible-doc's result for every module by FQCN, {module: the text it rendered for that module})."""
+    result = run(installed, "ansible-doc", *["gpufleet.sglang." + module for module in MODULES])
+    parts, module = {}, None
+    for line in result.stdout.splitlines(keepends=True):
+        match = re.match(r"> MODULE gpufleet\.sglang\.(\w+) ", line)
+        if match:
+            module = match.group(1)
+            assert module not in parts, "ansible-doc rendered %s twice" % module
+            parts[module] = ""
+        if module:
+            parts[module] += line
+    return result, parts
+
+
+@pytest.fixture(name="documented", scope="module")
+def _documented(installed):
+    """ansible-doc --json's result for every module by FQCN, in one run."""
+    return run(installed, "ansible-doc", "--json", *["gpufleet.sglang." + module for module in MODULES])
+
+
 @pytest.mark.parametrize("module", MODULES)
-def test_ansible_doc_renders_every_module_by_fqcn(installed, module):
-    result = run(installed, "ansible-doc", "gpufleet.sglang." + module)
+def test_ansible_doc_renders_every_module_by_fqcn(rendered, module):
+    result, parts = rendered
     assert result.returncode == 0, result.stderr
-    assert "gpufleet.sglang.%s" % module in result.stdout
-    assert "OPTIONS" in result.stdout or "RETURN VALUES" in result.stdout
+    text = parts.get(module, "")
+    assert "gpufleet.sglang.%s" % module in text, result.stdout[:3000]
+    assert "OPTIONS" in text or "RETURN VALUES" in text
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_every_modules_examples_name_the_projects_modules_by_fqcn(installed, module):
-    result = run(installed, "ansible-doc", "--json", "gpufleet.sglang." + module)
+def test_every_modules_examples_name_the_projects_modules_by_fqcn(documented, module):
+    result = documented
     assert result.returncode == 0, result.stderr
     examples = yaml.safe_load(json.loads(result.stdout)["gpufleet.sglang." + module]["examples"])
     named = [key for task in tasks_of(examples) for key in task if key.rsplit(".", 1)[-1] in MODULES]
@@ -102,10 +127,20 @@ def tasks_of(entries):
             yield from tasks_of(entry.get(key))
 
 
+@pytest.fixture(name="syntax_checked", scope="module")
+def _syntax_checked(installed):
+    """One syntax check of every playbook by FQCN (ansible-playbook takes several, checking each in turn)."""
+    return run(installed, "ansible-playbook", *["gpufleet.sglang." + playbook for playbook in PLAYBOOKS],
+               "--syntax-check")
+
+
 @pytest.mark.parametrize("playbook", PLAYBOOKS)
-def test_every_playbook_passes_a_syntax_check_by_fqcn(installed, playbook):
-    result = run(installed, "ansible-playbook", "gpufleet.sglang." + playbook, "--syntax-check")
+def test_every_playbook_passes_a_syntax_check_by_fqcn(installed, syntax_checked, playbook):
+    result = syntax_checked
     assert result.returncode == 0, result.stdout + result.stderr
+    # checked from the installed collection (ansible-playbook names each by the file the FQCN resolved to)
+    path = installed["collections"] / "ansible_collections" / "gpufleet" / "sglang" / "playbooks" / (playbook + ".yml")
+    assert "playbook: %s\n" % path in result.stdout, result.stdout
 
 
 def test_the_modules_run_from_the_collection(installed):

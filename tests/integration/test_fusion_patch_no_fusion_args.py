@@ -2,7 +2,8 @@
 fusion is not allowed on the host, where the patch is absent, and through its read-only entry point server_flags
 (playbooks/benchmark.yml run by itself). A host that never fuses needs it most: SGLang turns fusion on by itself on
 SM90/SM100 for the architectures it knows. Real ansible-playbook on localhost over a real sglang 0.5.23 venv, which
-declares the switch; nothing in it is patched (the venv is shared with other tests)."""
+declares the switch: this module's own copy of the run's shared venv (one test patches it and rolls the patch back, and
+other workers read the shared one meanwhile)."""
 import hashlib
 import os
 
@@ -15,6 +16,11 @@ from tests.helpers.ansible_run import failure, run_playbook, task_results
 pytestmark = pytest.mark.wheels
 
 OFF = ["--enforce-disable-flashinfer-allreduce-fusion"]
+
+
+@pytest.fixture(scope="module")
+def venv(pcie_ipc_venv, tmp_path_factory):
+    return wheels.copy_venv(pcie_ipc_venv, tmp_path_factory.mktemp("no-fusion-args") / "venv")
 
 
 def tree_digest(venv):
@@ -49,18 +55,18 @@ def published(tmp_path, tasks_from, **variables):
     {"fusion_patch_state": "absent"},
     {"fusion_patch_canary_failed": True},  # sglang_allreduce's fusion canary failed for this server: kept off
 ])
-def test_main_publishes_the_off_switch_where_the_patch_is_not_applied(pcie_ipc_venv, tmp_path, variables):
-    before = tree_digest(pcie_ipc_venv)
-    flags, changed = published(tmp_path, "main", fusion_patch_venv=pcie_ipc_venv, **variables)
+def test_main_publishes_the_off_switch_where_the_patch_is_not_applied(venv, tmp_path, variables):
+    before = tree_digest(venv)
+    flags, changed = published(tmp_path, "main", fusion_patch_venv=venv, **variables)
     assert flags == {"on": [], "off": OFF}
-    assert changed == [] and tree_digest(pcie_ipc_venv) == before
+    assert changed == [] and tree_digest(venv) == before
 
 
-def test_server_flags_reads_it_without_changing_anything(pcie_ipc_venv, tmp_path):
-    before = tree_digest(pcie_ipc_venv)
-    flags, changed = published(tmp_path, "server_flags", fusion_patch_venv=pcie_ipc_venv)
+def test_server_flags_reads_it_without_changing_anything(venv, tmp_path):
+    before = tree_digest(venv)
+    flags, changed = published(tmp_path, "server_flags", fusion_patch_venv=venv)
     assert flags == {"on": "unset", "off": OFF}  # the fusion flag stays main's, with its canary
-    assert changed == [] and tree_digest(pcie_ipc_venv) == before
+    assert changed == [] and tree_digest(venv) == before
 
 
 def test_server_flags_without_a_venv_publishes_nothing_to_pass(tmp_path):
@@ -68,11 +74,11 @@ def test_server_flags_without_a_venv_publishes_nothing_to_pass(tmp_path):
     assert flags == {"on": "unset", "off": []}
 
 
-def test_rollback_takes_the_patch_out_and_publishes_only_the_off_switch(pcie_ipc_venv, tmp_path):
-    before = tree_digest(pcie_ipc_venv)
-    flags, changed = published(tmp_path, "main", fusion_patch_venv=pcie_ipc_venv)
+def test_rollback_takes_the_patch_out_and_publishes_only_the_off_switch(venv, tmp_path):
+    before = tree_digest(venv)
+    flags, changed = published(tmp_path, "main", fusion_patch_venv=venv)
     assert flags == {"on": ["--flashinfer-allreduce-fusion-backend", "trtllm"], "off": OFF} and changed
-    flags, changed = published(tmp_path, "rollback", fusion_patch_venv=pcie_ipc_venv,
+    flags, changed = published(tmp_path, "rollback", fusion_patch_venv=venv,
                                fusion_patch_rollback_reason="the fusion canary failed")
     assert flags == {"on": [], "off": OFF} and changed
-    assert tree_digest(pcie_ipc_venv) == before  # the original files back, no patch record left
+    assert tree_digest(venv) == before  # the original files back, no patch record left

@@ -4,7 +4,6 @@ Every refusal must leave every guard file byte-identical (hashes compared).
 """
 import hashlib
 import os
-import shutil
 import stat
 
 import pytest
@@ -22,18 +21,16 @@ FUSION = "sglang/srt/layers/flashinfer_comm_fusion.py"
 
 
 @pytest.fixture(scope="module")
-def pristine_venv(tmp_path_factory):
-    sglang = wheels.wheel("sglang", RELEASE)
-    flashinfer = wheels.wheel("flashinfer-python", wheels.pinned_flashinfer(sglang))
-    return wheels.make_venv(str(tmp_path_factory.mktemp("pristine") / "venv"), sglang, flashinfer)
+def pristine_venv(pristine_venv_of):
+    """The run's shared venv of RELEASE and the flashinfer-python it pins (tests/integration/conftest.py): copied."""
+    return pristine_venv_of(("sglang", RELEASE),
+                            ("flashinfer-python", wheels.pinned_flashinfer(wheels.wheel("sglang", RELEASE))))
 
 
 @pytest.fixture
 def venv(pristine_venv, tmp_path):
     """A private copy of the pristine venv (copying beats reinstalling)."""
-    path = str(tmp_path / "venv")
-    shutil.copytree(pristine_venv, path, symlinks=True)
-    return path
+    return wheels.copy_venv(pristine_venv, tmp_path / "venv")
 
 
 def hashes(venv):

@@ -6,6 +6,7 @@ import stat
 
 import pytest
 
+from tests.helpers import wheels
 from tests.helpers.ansible_run import run_module
 
 pytestmark = pytest.mark.wheels
@@ -22,8 +23,7 @@ def pristine(pristine_venv_of):
 
 @pytest.fixture
 def setup(pristine, tmp_path):
-    venv = str(tmp_path / "venv")
-    shutil.copytree(pristine, venv, symlinks=True)
+    venv = wheels.copy_venv(pristine, tmp_path / "venv")
     victim = tmp_path / "victim"
     victim.write_bytes(b"root's secret\n")
     os.chmod(str(victim), 0o600)

@@ -11,10 +11,10 @@ import grp
 import json
 import os
 import pwd
-import shutil
 
 import pytest
 
+from tests.helpers import wheels
 from tests.helpers.ansible_run import REPO, failure, run_module, run_playbook, task_results
 
 PLAYBOOK = "tests/playbooks/role_tasks_local.yml"
@@ -34,10 +34,10 @@ def host(tmp_path, wheel_venv):
     for folder in (root / "venvs", env_dir, home, units, fake):
         folder.mkdir(parents=True)
     venv_a = root / "venvs" / "a"
-    shutil.copytree(wheel_venv, str(venv_a), symlinks=True)
+    wheels.copy_venv(wheel_venv, venv_a)
     (venv_a / ".sglang-fusion-patch").mkdir()
     (venv_a / ".sglang-fusion-patch" / "state.json").write_text('{"files": {}, "version": 1}\n')
-    shutil.copytree(str(venv_a), str(root / "venvs" / "b"), symlinks=True)
+    wheels.copy_venv(str(venv_a), root / "venvs" / "b")
     os.symlink(str(venv_a), str(root / "current"))
     (units / "sglang.service").write_text("[Service]\nExecStart=/bin/true\nTimeoutStopSec=120\n")
     (fake / "systemctl").write_text('#!/bin/sh\ncat "%s" 2>/dev/null || echo active\n' % (tmp_path / "state"))

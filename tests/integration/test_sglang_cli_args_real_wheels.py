@@ -219,9 +219,9 @@ def test_retired_flags(release, flag, refuses, flags_of):
         assert errors == [] and notes == ["%s is deprecated in sglang %s, sglang/srt/server_args.py" % (flag, release)]
 
 
-def test_optional_flags_are_kept_where_the_release_declares_them_and_left_out_elsewhere(tmp_path):
+def test_optional_flags_are_kept_where_the_release_declares_them_and_left_out_elsewhere(pristine_venv_of):
     # sglang_server passes --enable-metrics this way: a release without it runs without metrics, not not at all.
-    venv = wheels.make_venv(str(tmp_path / "venv"), wheels.wheel("sglang", "0.5.21"))
+    venv = pristine_venv_of(("sglang", "0.5.21"))  # read only: the run's shared venv
     argv = ["--model-path", "m", "--enable-metrics", "--enable-made-up-metrics"]
     result = run_module("sglang_server_args", {"venv": venv, "argv": argv,
                                                "optional": ["--enable-metrics", "--enable-made-up-metrics"]})
@@ -233,8 +233,8 @@ def test_optional_flags_are_kept_where_the_release_declares_them_and_left_out_el
     assert refused["failed"] and "optional names flags without a value" in refused["msg"]
 
 
-def test_module_through_ansible_on_a_real_venv(tmp_path):
-    venv = wheels.make_venv(str(tmp_path / "venv"), wheels.wheel("sglang", "0.5.21"))
+def test_module_through_ansible_on_a_real_venv(tmp_path, pristine_venv_of):
+    venv = pristine_venv_of(("sglang", "0.5.21"))  # read only: the run's shared venv
     flags = cli.known_flags(wheels.site_packages(venv))
 
     result = run_module("sglang_server_args", {"venv": venv, "argv": kimi_argv(flags)}, check=True)

@@ -68,6 +68,13 @@ def test_the_deploy_and_drift_commands_the_scenario_runs_are_the_guides_with_its
     assert group not in guide()  # the scenario's names are its own
 
 
+def test_the_gates_requirements_the_scenario_installs_are_the_guides():
+    with open(os.path.join(SCENARIO, "converge.yml"), encoding="utf-8") as handle:
+        converge = handle.read()
+    assert '"{{ user_collections }}/ansible_collections/gpufleet/sglang/requirements.txt"' in converge
+    assert "`pip install -r collections/ansible_collections/gpufleet/sglang/requirements.txt`" in guide()
+
+
 def test_the_manifest_command_the_scenario_runs_is_the_guides_for_a_path_source():
     with open(os.path.join(SCENARIO, "tasks", "manifests.yml"), encoding="utf-8") as handle:
         manifests = handle.read()

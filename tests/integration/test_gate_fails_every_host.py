@@ -10,9 +10,29 @@ HOSTS = ["gpu1", "gpu2", "gpu3"]
 TURN = "Take a turn"
 
 
+def load(path):
+    with open("%s/%s" % (REPO, path), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
 def gate_plays():
-    with open("%s/playbooks/benchmark.yml" % REPO, encoding="utf-8") as handle:
-        return [play for play in yaml.safe_load(handle) if "sglang_rolling_hosts" in str(play.get("hosts", ""))]
+    """benchmark.yml's rolling plays, then the play that fails the hosts that did not pass (plays/gate_not_passed.yml,
+    which benchmark.yml imports last)."""
+    plays = load("playbooks/benchmark.yml")
+    assert plays[-1]["ansible.builtin.import_playbook"] == "plays/gate_not_passed.yml"
+    return [play for play in plays if "sglang_rolling_hosts" in str(play.get("hosts", ""))] + \
+        load("playbooks/plays/gate_not_passed.yml")
+
+
+def test_deploy_records_the_hosts_that_passed_before_it_fails_the_others():
+    # A play that fails every host it runs on ends the playbook: deploy.yml defers the gate's last play until after
+    # its last converge record, which leaves out the hosts that did not pass.
+    imports = [play.get("ansible.builtin.import_playbook") for play in load("playbooks/deploy.yml")]
+    gate, record, fail = (imports.index("benchmark.yml"), len(imports) - 1 - imports[::-1].index(
+        "plays/converge_record.yml"), imports.index("plays/gate_not_passed.yml"))
+    assert gate < record < fail == len(imports) - 1
+    assert load("playbooks/deploy.yml")[gate]["vars"]["sglang_benchmark_fail_later"] is True
+    assert "!sglang_benchmark_not_passed" in load("playbooks/plays/converge_record.yml")[0]["hosts"]
 
 
 def test_a_host_that_fails_in_a_batch_of_its_own_fails_last_and_the_others_are_gated(tmp_path):

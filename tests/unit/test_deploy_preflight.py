@@ -81,8 +81,14 @@ def passed_names():
     return names
 
 
+# Mistakes made on purpose, where a test shows the preflight naming them: name -> the only file that passes it.
+DELIBERATE = {"sglang_server_tp_szie": ["molecule/collection/verify.yml"]}
+
+
 def test_every_variable_the_repository_passes_is_one_the_roles_read(catalog):
     names = passed_names()
+    for name, files in DELIBERATE.items():
+        assert names.pop(name, None) == files, name  # made there, and nowhere else
     with_prefix = [name for name in names if name.startswith(tuple(catalog["prefixes"]))]
     # The collector finds what the lab and the scenarios pass (a collector finding nothing would pass vacuously).
     assert {"sglang_server_tp_size", "sglang_install_lock", "gpu_preflight_disk_space",

@@ -9,7 +9,7 @@ import pytest
 
 from ansible.module_utils import server_state
 from tests.helpers.ansible_run import run_module
-from tests.helpers.planted import Home, as_user, digest, hang_guard
+from tests.helpers.planted import Home, as_user, digest, fifo_released, hang_guard
 
 
 @pytest.fixture
@@ -95,6 +95,7 @@ def test_a_folder_where_the_file_should_be_is_refused_by_the_module(home, tmp_pa
 
 def test_the_module_answers_a_planted_fifo_with_its_own_message(home):
     plant_folder(home, ("state.json", os.mkfifo))
-    result = run_module("sglang_server_state", {"dir": home.path("known-good"), "state": "restored"})
+    with fifo_released(home.path("known-good", "state.json"), 30):
+        result = run_module("sglang_server_state", {"dir": home.path("known-good"), "state": "restored"})
     assert result.get("failed") and result["msg"].startswith("sglang_server_state: cannot read ")
     assert "known-good/state.json: it is not a regular file" in result["msg"]

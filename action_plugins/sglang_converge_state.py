@@ -45,7 +45,7 @@ SHARED_CODE = ("library", "module_utils", "filter_plugins", "action_plugins", "p
 _CODE_CACHE = {}
 # The module_utils the comparison runs on the host, each after those it imports (tests/unit/test_converge_probe.py
 # holds the list closed: every one of the project's module_utils they import is here, ansible's own none).
-PROBE_MODULES = ("param_checks", "atomic_files", "nvidia_smi", "converge_state", "converge_probe")
+PROBE_MODULES = ("param_checks", "root_trust", "atomic_files", "nvidia_smi", "converge_state", "converge_probe")
 # The host's side: the request and the modules' sources arrive on stdin; each module is registered under its package
 # (ansible.module_utils in a checkout, the collection's plugins.module_utils when installed) before the next runs.
 PROBE_BOOTSTRAP = """import json, sys, types

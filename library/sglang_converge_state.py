@@ -127,7 +127,7 @@ def main():
             covers, converge_probe.run, converge_probe.fetch, nvidia_smi.parse_query_xml))
         changed = after != before
         if changed and not module.check_mode:
-            atomic_files.write_atomic(path, after.encode("utf-8"), mode=0o600)
+            atomic_files.put_record(path, after, mode=0o600)
     except (converge_state.StateError, atomic_files.RecordError) as exc:
         module.fail_json(msg="sglang_converge_state: %s" % exc)
     except OSError as exc:

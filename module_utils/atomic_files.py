@@ -36,6 +36,8 @@ import os
 import secrets
 import stat
 
+from ansible.module_utils import root_trust
+
 
 class TransactionError(Exception):
     """Raised after a failed multi-file write; every target holds its old bytes again."""
@@ -471,17 +473,23 @@ def read_regular(path, limit=1 << 20):
         raise RecordError("cannot read %s: %s" % (path, exc))
 
 
-def put_record(path, text):
-    """Write the record atomically, or remove it when ``text`` is None; the old one stays on failure."""
+def put_record(path, text, mode=0o644):
+    """Write the record atomically (MODE when it is new; one there keeps its own), or remove it when ``text`` is
+    None; the old one stays on failure. As root, only in a folder that only root can change, every folder above it
+    too (root_trust.path_problem): a link another user planted on the way is never followed."""
+    directory = os.path.dirname(os.path.abspath(path))
+    problem = root_trust.path_problem(directory) if os.geteuid() == 0 and os.path.isdir(directory) else None
+    if problem:
+        raise RecordError("%s; root writes and removes a record only in a folder that only root can change, every "
+                          "folder above it too: %s was not changed" % (problem, path))
     try:
         if text is None:
             if os.path.lexists(path):
                 os.unlink(path)
             return
-        directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise RecordError("%s is not a directory" % directory)
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic(path, text.encode("utf-8"), mode=mode)
     except OSError as exc:
         raise RecordError("updating %s failed: %s (the old record is unchanged)" % (path, exc))
 

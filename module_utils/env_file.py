@@ -12,6 +12,7 @@ import stat
 
 from ansible.module_utils import atomic_files
 from ansible.module_utils import path_state
+from ansible.module_utils import root_trust
 from ansible.module_utils import unit_values
 
 
@@ -62,6 +63,9 @@ def plan(dest, content, owner, group, mode, names=None):
     errors = problems(content, names)
     if errors:
         raise EnvFileError("%s refused, nothing written: %s" % (dest, "; ".join(errors)))
+    problem = root_trust.planted_link_problem(dest) if os.geteuid() == 0 else None
+    if problem:
+        raise EnvFileError("%s; nothing was written" % problem)
     try:
         wanted_mode = path_state.parse_mode(dest, mode)
     except path_state.PathError as exc:

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import stat
 
 from ansible.module_utils import atomic_files as af
 from ansible.module_utils import fusion_guards as fg
@@ -157,17 +158,22 @@ def server_no_fusion_flag_for(venv):
 def load_state(state_dir):
     """The patch record; a record that is not JSON or not of its shape is refused, naming the file."""
     path = os.path.join(state_dir, "state.json")
-    if not os.path.exists(path):
-        return {"version": 1, "files": {}}
     how = "it records which files this module changed and their original bytes; restore it from a backup, or " \
           "reinstall the venv (sglang_install) and remove %s" % state_dir
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            state = json.load(handle)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PatchRefused("%s is corrupt (not JSON: %s); nothing was changed: %s" % (path, exc, how))
+    try:  # a regular file only: a link in its place is not followed, a FIFO not opened (it would hang the run)
+        text = af.read_record(path)
+    except af.RecordError as exc:
+        if isinstance(exc.__context__, UnicodeDecodeError):
+            raise PatchRefused("%s is corrupt (not JSON: %s); nothing was changed: %s" % (path, exc, how))
+        raise PatchRefused("%s; nothing was changed" % exc)
     except OSError as exc:
         raise PatchRefused("%s cannot be read (%s); nothing was changed" % (path, exc))
+    if text is None:
+        return {"version": 1, "files": {}}
+    try:
+        state = json.loads(text)
+    except ValueError as exc:
+        raise PatchRefused("%s is corrupt (not JSON: %s); nothing was changed: %s" % (path, exc, how))
     problem = _state_shape_problem(state)
     if problem:
         raise PatchRefused("%s has the wrong shape (%s); nothing was changed: %s" % (path, problem, how))
@@ -210,7 +216,13 @@ def keep_original(state_dir, data):
     if not os.path.lexists(directory):
         os.makedirs(directory, mode=0o755)
     path = os.path.join(directory, af.sha256_bytes(data))
-    if not os.path.exists(path) or af.sha256_file(path) != af.sha256_bytes(data):
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    # Hashed only when it is a regular file (a FIFO would hang the read); anything else is replaced by the rename,
+    # or refused by write_atomic when it is a link.
+    if info is None or not stat.S_ISREG(info.st_mode) or af.sha256_file(path) != af.sha256_bytes(data):
         af.write_atomic(path, data, root=_venv_of(state_dir))
     return path
 

@@ -19,6 +19,7 @@ import stat
 
 from ansible.module_utils import atomic_files
 from ansible.module_utils import model_manifest as mm
+from ansible.module_utils import root_trust
 from ansible.module_utils.model_manifest import ModelError
 
 DEFAULT_NAME = "manifest.json"
@@ -179,6 +180,9 @@ def make(folder, dest=None, check_mode=False):
     if not os.path.isabs(dest):
         raise ModelError("dest must be an absolute path, got %r" % (dest,))
     folder, dest = os.path.normpath(folder), os.path.normpath(dest)
+    problem = root_trust.planted_link_problem(dest) if os.geteuid() == 0 else None
+    if problem:
+        raise ModelError("dest %s: %s; nothing was written" % (dest, problem))
     if not os.path.isdir(os.path.dirname(dest)):
         raise ModelError("dest %s: its directory %s does not exist" % (dest, os.path.dirname(dest)))
     old, ident = _read_dest(dest)

@@ -111,6 +111,8 @@ def search_dirs(site):
     except OSError:
         return dirs
     for entry in pth_files:
+        if not os.path.isfile(os.path.join(site, entry)):
+            continue  # a FIFO would hang the read: only regular .pth files are read for the folders they add
         try:
             lines = af.read_bytes(os.path.join(site, entry)).decode("utf-8", "replace").splitlines()
         except OSError:
@@ -232,6 +234,22 @@ def link_problems(venv, paths):
     return [problem for problem in found if problem]
 
 
+def special_files(paths):
+    """Messages for delivered files there as something else than a regular file or a link (links: link_problems):
+    a FIFO would hang the read that plans the change or the diff, a device is never opened."""
+    found = []
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue  # absent (or its folder is not one: check_locations names that)
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+            found.append("%s is %s, not a regular file: it is never opened; remove it" % (
+                path, "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode)
+                else "a special file"))
+    return found
+
+
 def write_roots(venv, paths):
     """{path: the directory below which replace_all follows no symlink} for the delivered files."""
     return {path: venv if path.endswith((".py", ".pth")) and not os.path.relpath(path, venv).startswith(os.pardir)
@@ -301,8 +319,8 @@ def plan(venv, profile="auto", gpu_facts=None, settings=None, release_policy="wa
     if shape:
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(shape), {"errors": shape})
     site = site_packages(venv)
-    links = link_problems(venv, [os.path.join(site, hook_name + ".py"), os.path.join(site, hook_name + ".pth"),
-                                 env_file])
+    delivered = [os.path.join(site, hook_name + ".py"), os.path.join(site, hook_name + ".pth"), env_file]
+    links = link_problems(venv, delivered) or special_files(delivered)
     if links:
         raise Refused("NCCL settings refused, nothing written: " + "; ".join(links), {"errors": links})
     foreign_hooks(site, hook_name)
@@ -354,7 +372,7 @@ def removal(venv, env_file="/etc/sglang/nccl.env", hook_name="sglang_nccl_env"):
     check_locations(env_file, hook_name)
     site = site_packages(venv)
     paths = [os.path.join(site, hook_name + ".pth"), os.path.join(site, hook_name + ".py"), env_file]
-    errors = link_problems(venv, paths)
+    errors = link_problems(venv, paths) or special_files(paths)
     if errors:
         raise Refused("NCCL settings not removed, nothing removed: " + "; ".join(errors), {"errors": errors})
     foreign_hooks(site, hook_name)

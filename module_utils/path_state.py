@@ -19,6 +19,7 @@ import pwd
 import stat
 
 from ansible.module_utils import atomic_files
+from ansible.module_utils import root_trust
 
 
 class PathError(Exception):
@@ -41,6 +42,9 @@ def parse_mode(path, mode):
 def _check_path(path):
     if not isinstance(path, str) or not path.startswith("/") or os.path.normpath(path) != path or path == "/":
         raise PathError("path must be absolute and normalized, and not / (got %r)" % (path,))
+    problem = root_trust.planted_link_problem(path) if os.geteuid() == 0 else None
+    if problem:
+        raise PathError("%s; nothing was changed" % problem)
 
 
 def owner_ids(owner, group):

@@ -88,3 +88,28 @@ def interpreter_problem(python, uid=0):
     as given and as resolved, and every entry of its venv, must be root's alone. None when it may."""
     venv = os.path.dirname(os.path.dirname(os.path.abspath(python)))
     return path_problem(python, uid) or path_problem(venv, uid) or tree_problem(venv, uid)
+
+
+def planted_link_problem(path, uid=0):
+    """Why a folder on the way to PATH (PATH itself is its caller's to check) is a link another user could have
+    planted: one not owned by UID, or held by a folder that is not UID's alone up to ``/``. None when there is none:
+    links root made in root's folders (``/opt/sglang/current``) are the layout's own."""
+    for shown in chain_paths(path)[1:-1]:
+        try:
+            info = os.lstat(shown)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return "%s cannot be examined: %s" % (shown, exc.strerror)
+        if not stat.S_ISLNK(info.st_mode):
+            continue
+        problem = "the link is owned by uid %d" % info.st_uid if info.st_uid != uid else \
+            chain_problem(os.path.dirname(shown), uid)
+        if problem:
+            try:
+                target = os.readlink(shown)
+            except OSError:
+                target = "?"
+            return ("%s is a symlink (to %s) another user could have planted (%s): root follows no such link on "
+                    "the way to %s" % (shown, target, problem, path))
+    return None

@@ -61,11 +61,14 @@ def link_record(link):
 def load(folder):
     """The saved state of FOLDER, or None when nothing was saved there."""
     path = os.path.join(folder, STATE_FILE)
-    if not os.path.exists(path):
+    try:  # a regular file only: a link in its place is not followed, a FIFO not opened (it would hang the run)
+        text = atomic_files.read_record(path)
+    except atomic_files.RecordError as exc:
+        raise StateError(str(exc))
+    if text is None:
         return None
     try:
-        with open(path, encoding="utf-8") as handle:
-            state = json.load(handle)
+        state = json.loads(text)
     except ValueError as exc:
         raise StateError("%s is not a saved state: %s" % (path, exc))
     if not isinstance(state, dict) or not isinstance(state.get("files"), dict):
@@ -197,6 +200,9 @@ def plan_restore(folder):
         raise StateError("the saved venv %s is gone: cannot point %s back to it" % (link["target"], link["path"]))
     actions = []
     for path, meta in sorted(state["files"].items()):
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise StateError("%s is a folder where the saved state has %s: it is not a regular file, so nothing was "
+                             "restored" % (path, "a file" if meta else "nothing"))
         if meta is None:
             if os.path.lexists(path):
                 actions.append({"path": path, "action": "remove"})

@@ -36,12 +36,10 @@ def holds(venv):
         return valid, stale
     for name in names:
         path = os.path.join(folder, name)
-        try:
-            with open(path, encoding="utf-8") as handle:
-                state_file = json.load(handle)["state"]
-            with open(state_file, encoding="utf-8") as handle:
-                target = (json.load(handle).get("link") or {}).get("target")
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        try:  # regular files only: a link is not followed, a FIFO not opened (it would hang the run)
+            state_file = json.loads(atomic_files.read_record(path))["state"]
+            target = (json.loads(atomic_files.read_record(state_file)).get("link") or {}).get("target")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, atomic_files.RecordError):
             stale.append(path)
             continue
         if target and os.path.realpath(target) == os.path.realpath(venv):

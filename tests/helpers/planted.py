@@ -10,6 +10,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import traceback
 
 USER = "nobody"
@@ -27,6 +28,30 @@ def hang_guard(seconds):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def fifo_released(path, seconds):
+    """For a reader in another process (a module run through Ansible), which hang_guard cannot stop: from SECONDS
+    on, the FIFO at PATH is opened for writing and closed once a second, so a reader blocked on it gets end of file
+    and the run ends (and fails on its result) instead of hanging the suite."""
+    done = threading.Event()
+
+    def release():
+        while not done.wait(1 if release.started else seconds):
+            release.started = True
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass  # no reader waiting (ENXIO), or the FIFO is gone
+    release.started = False
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def as_user(action, user=USER):

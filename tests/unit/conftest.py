@@ -5,6 +5,7 @@ import zipfile
 import pytest
 
 from tests.helpers import wheels
+from tests.helpers.planted import Home
 from tests.helpers.sglang_standin import Standin
 
 
@@ -36,3 +37,13 @@ def sglang_0521_site(tmp_path):
                     or name == "sglang-0.5.21.dist-info/METADATA":
                 wheel.extract(name, str(site))
     return str(site)
+
+
+@pytest.fixture
+def home():
+    """A planted home (tests/helpers/planted.py): a folder the unprivileged user owns and fills, and a decoy tree
+    outside it that must end the test byte for byte as it began. A test file may define its own."""
+    planted = Home()
+    yield planted
+    assert planted.decoy_unchanged()
+    planted.close()

@@ -11,17 +11,9 @@ import pytest
 
 from ansible.module_utils import atomic_files as af
 from tests.helpers.ansible_run import run_module
-from tests.helpers.planted import Home, as_user, hang_guard
+from tests.helpers.planted import as_user, hang_guard
 
 TABLE = {"install": {"prefixes": ["sglang_install_"], "roles": ["sglang_install"]}}
-
-
-@pytest.fixture
-def home():
-    planted = Home()
-    yield planted
-    assert planted.decoy_unchanged()
-    planted.close()
 
 
 def key(home):

@@ -7,16 +7,8 @@ import os
 import pytest
 
 from tests.helpers.ansible_run import run_module
-from tests.helpers.planted import Home, as_user, fifo_released
+from tests.helpers.planted import as_user, fifo_released
 from tests.integration.test_benchmark_verdict_module import paths
-
-
-@pytest.fixture
-def home():
-    planted = Home()
-    yield planted
-    assert planted.decoy_unchanged()
-    planted.close()
 
 
 def recorded(base):

@@ -7,16 +7,8 @@ import os
 import pytest
 
 from tests.helpers.ansible_run import run_module
-from tests.helpers.planted import Home, as_user, fifo_released
+from tests.helpers.planted import as_user, fifo_released
 from tests.integration.test_deploy_metrics_module import INFO, records
-
-
-@pytest.fixture
-def home():
-    planted = Home()
-    yield planted
-    assert planted.decoy_unchanged()
-    planted.close()
 
 
 def args(tmp_path, path):

@@ -9,17 +9,9 @@ import pytest
 
 from ansible.module_utils import env_file
 from tests.helpers.ansible_run import run_module
-from tests.helpers.planted import Home, as_user, hang_guard
+from tests.helpers.planted import as_user, hang_guard
 
 CONTENT = "SGLANG_X=1\n"
-
-
-@pytest.fixture
-def home():
-    planted = Home()
-    yield planted
-    assert planted.decoy_unchanged()
-    planted.close()
 
 
 def write(dest, mode="0640"):

@@ -10,15 +10,7 @@ import pytest
 
 from ansible.module_utils import path_state
 from tests.helpers.ansible_run import run_module
-from tests.helpers.planted import Home, as_user
-
-
-@pytest.fixture
-def home():
-    planted = Home()
-    yield planted
-    assert planted.decoy_unchanged()
-    planted.close()
+from tests.helpers.planted import as_user
 
 
 def wanted(path, mode="0750"):

@@ -9,15 +9,7 @@ import pytest
 
 from ansible.module_utils import server_state
 from tests.helpers.ansible_run import run_module
-from tests.helpers.planted import Home, as_user, digest, fifo_released, hang_guard
-
-
-@pytest.fixture
-def home():
-    planted = Home()
-    yield planted
-    assert planted.decoy_unchanged()
-    planted.close()
+from tests.helpers.planted import as_user, digest, fifo_released, hang_guard
 
 
 def plant_folder(home, *entries):

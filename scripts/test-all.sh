@@ -5,7 +5,8 @@
 #   2. at once: the static checks (scripts/checks.sh), the benchmark client venv (scripts/bench-client.sh) and the
 #      lab's image, SSH key and wheelhouse (made here once, so the two molecule scenarios never make them together)
 #   3. as soon as each has what it needs: molecule default and drift (the lab; each on its own hosts, lab-gpu* and
-#      drift-gpu*, default's collection built in folders of its own), pytest (the client venv; pytest-xdist, one test
+#      drift-gpu*, default's collection built in folders of its own; drift then the per-role tests), molecule
+#      collection (the lab and the client venv; hosts user-gpu*) and pytest (the client venv; pytest-xdist, one test
 #      file per worker)
 # molecule default is the longest lane and mostly waits on its hosts; the CPU-bound lanes (checks, pytest) run at a
 # lower priority (nice 10) so its tasks are not queued behind them (both still finish well before it).
@@ -13,7 +14,8 @@
 # stage lines (wall and CPU seconds) again at the end. CI_PYTEST_WORKERS sets pytest's workers (0: no xdist).
 # Where the time goes, as data in reports/ci: pytest's durations (pytest-junit.xml), each Ansible task's of the
 # molecule lanes and the per-role tests (task-times/, scripts/ci_callbacks/ci_task_times.py); the end of the log
-# (scripts/ci-summary.py) lists the slowest twenty of them, the stages, and the total against the 30-minute budget.
+# (scripts/ci-summary.py) lists the slowest twenty of them, the stages, the machine's CPU use (cpu.txt,
+# scripts/ci_cpu_usage.py) and the total against the 30-minute budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -22,6 +24,9 @@ export CI_LOGS="$PWD/reports/ci"
 rm -rf "$CI_LOGS"
 . scripts/ci-stage.sh
 ci_start=$SECONDS
+# The whole machine's CPU, sampled beside the lanes (the lab hosts' processes are in no stage's figure).
+python scripts/ci_cpu_usage.py record "$CI_LOGS/cpu.txt" &
+cpu_recorder=$!
 
 ci_stage setup ./scripts/setup-dev.sh
 ci_stage host-deps ./lab/install-host-deps.sh
@@ -61,36 +66,42 @@ ci_lane checks nice -n 10 ./scripts/checks.sh
 failed=()
 skipped=()
 lab_ok=true
-# collection (a user of the tarball, on its own hosts) and then each role alone (lab/test-roles.sh, tests/roles, on a
-# host of its own) follow drift in one lane: more labs at once would slow default, the longest lane, and drift ends
-# well before it.
-molecule_drift_then_collection() {
+# Each role alone (lab/test-roles.sh, tests/roles, on a host of its own) follows drift in its lane: drift ends well
+# before default, the longest lane. collection (a user of the tarball, on its own hosts) is a lane of its own: its
+# hosts wait on their servers and SSH far more than they use the CPU.
+molecule_drift_then_roles() {
   local rc=0
   molecule_test drift || rc=1
-  molecule_test collection || rc=1
   ci_stage roles with_task_times roles ./lab/test-roles.sh || rc=1
   return $rc
 }
 
+molecule_lanes=(molecule-default molecule-drift+roles molecule-collection)
 ci_lane_wait prep-lab || { failed+=(prep-lab); lab_ok=false; }
 if $lab_ok; then
   ci_lane molecule-default molecule_test default
-  ci_lane molecule-drift+collection molecule_drift_then_collection
-else
-  skipped+=(molecule-default molecule-drift+collection)
+  ci_lane molecule-drift+roles molecule_drift_then_roles
 fi
-ci_lane_wait prep-bench-client || failed+=(prep-bench-client)
+client_ok=true
+ci_lane_wait prep-bench-client || { failed+=(prep-bench-client); client_ok=false; }
 ci_lane pytest pytest_run   # without the client, the benchmark gate tests fail and say so
+if $lab_ok && $client_ok; then
+  ci_lane molecule-collection molecule_test collection  # its deploys run the gate from the client venv
+fi
+for lane in "${molecule_lanes[@]}"; do
+  [ -n "${CI_LANE_PIDS[$lane]:-}" ] || skipped+=("$lane")
+done
 
 ci_lane_wait checks || failed+=(checks)
 ci_lane_wait pytest || failed+=(pytest)
-for lane in molecule-default molecule-drift+collection; do
+for lane in "${molecule_lanes[@]}"; do
   if [ -n "${CI_LANE_PIDS[$lane]:-}" ]; then
     ci_lane_wait "$lane" || failed+=("$lane")
   fi
 done
 
 # The slowest twenty items, the stages and the total against the budget (a figure: the clock fails nothing).
+kill "$cpu_recorder" 2> /dev/null && wait "$cpu_recorder" || true
 python scripts/ci-summary.py --total "$((SECONDS - ci_start))" || ci_summary
 if [ "${#skipped[@]}" -gt 0 ]; then
   echo "== ci: not run (what they need failed): ${skipped[*]}"

@@ -8,6 +8,7 @@ Reads what the lanes recorded in the logs folder:
   task-times/*.json  one file per ansible-playbook run of the molecule lanes and the per-role tests
                      (scripts/ci_callbacks/ci_task_times.py): each task's wall time, across its hosts
   stages.txt         the stage lines of scripts/ci-stage.sh and scripts/ci-molecule-steps.py
+  cpu.txt            the whole machine's CPU counters over the run (scripts/ci_cpu_usage.py)
 and prints the slowest twenty items of both kinds together, the stage lines, and the total against the budget
 (30 minutes on an unloaded machine) as a figure: the clock never fails CI, the load average says how to read it.
 A file that is missing or unreadable is named and left out; the summary itself never fails the run.
@@ -18,6 +19,9 @@ import json
 import os
 import sys
 import xml.etree.ElementTree as ElementTree
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/, where loaded by path too (the tests)
+import ci_cpu_usage  # noqa: E402  pylint: disable=wrong-import-position
 
 SLOWEST = 20
 BUDGET_MIN = 30
@@ -128,6 +132,7 @@ def summary(logs, total, budget_min=BUDGET_MIN, load=None, cores=None):
     lines = ["== ci: (%s)" % text for text in [note] + notes if text]
     lines += format_items(slowest(tests + tasks), len(tests), len(tasks))
     lines += format_stages(os.path.join(logs, "stages.txt"))
+    lines.append(ci_cpu_usage.summary(os.path.join(logs, "cpu.txt"), cores))
     if total is not None:
         lines.append(format_budget(total, budget_min, load, cores))
     return lines

@@ -41,6 +41,8 @@ def make_logs(tmp_path, tasks_count=0):
     (tmp_path / "stages.txt").write_text("== ci: stage setup 3 s (cpu 2 s)\n"
                                          "== ci: stage molecule-default/verify 1210 s\n"
                                          "== ci: stage pytest 900 s (cpu 1500 s) FAILED (exit 1)\n")
+    # scripts/ci_cpu_usage.py's record: 600 s, three quarters of the machine busy.
+    (tmp_path / "cpu.txt").write_text("0.0 0 0 0 0 0 0 0 0\n600.0 900 0 0 300 0 0 0 0\n")
     return tmp_path
 
 
@@ -77,8 +79,9 @@ def test_the_slowest_twenty_of_tests_and_tasks_in_order(tmp_path):
 def test_stage_lines_follow_and_no_budget_line_without_a_total(tmp_path):
     lines = summary.summary(str(make_logs(tmp_path)), None)
     stages = lines[lines.index("== ci: stages (wall, cpu):") + 1:]
-    assert stages == ["   setup 3 s (cpu 2 s)", "   molecule-default/verify 1210 s",
-                      "   pytest 900 s (cpu 1500 s) FAILED (exit 1)"]
+    assert stages[:-1] == ["   setup 3 s (cpu 2 s)", "   molecule-default/verify 1210 s",
+                           "   pytest 900 s (cpu 1500 s) FAILED (exit 1)"]
+    assert stages[-1].startswith("== ci: the machine's CPU (? cores) over 600 s: 75% busy")
 
 
 def test_the_budget_is_a_figure_over_or_under(tmp_path):

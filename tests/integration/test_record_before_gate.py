@@ -11,10 +11,13 @@ from tests.helpers.ansible_run import run_playbook, task_results
 PLAY = "playbooks/plays/converge_record.yml"
 
 
-def record_before_gate(tmp_path, **extra):
+def record_before_gate(tmp_path, groups=(), **extra):
+    """The play as deploy.yml runs it before the gate (after it with __deploy_record_before_gate false), for gpu-a,
+    also a member of `groups`."""
     inventory = tmp_path / "hosts.yml"
-    inventory.write_text(yaml.safe_dump({"blackwell": {"hosts": {"gpu-a": {
-        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}))
+    host = {"gpu-a": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}
+    inventory.write_text(yaml.safe_dump(dict({"blackwell": {"hosts": host}},
+                                             **{group: {"hosts": {"gpu-a": {}}} for group in groups})))
     record = tmp_path / "converged.json"
     rc, report = run_playbook(PLAY, dict({"__deploy_record_before_gate": True, "sglang_model_revisions": {},
                                           "sglang_layout_converge_record": str(record)}, **extra),
@@ -34,4 +37,14 @@ def test_the_record_before_the_gate_leaves_out_the_gate_and_the_metrics(tmp_path
 def test_with_the_fast_path_off_no_record_is_written_before_the_gate(tmp_path):
     rc, ran, record = record_before_gate(tmp_path, deploy_fast_path=False)
     assert rc == 0, ran
+    assert ran["Record"].get("skipped") and not record.exists()
+
+
+def test_after_the_gate_a_host_that_did_not_pass_publishes_its_metrics_and_is_not_recorded(tmp_path):
+    # Its textfile must show the failed verdict and the rollback (the alerts read them); its record stays the one
+    # made before the gate, so the next run sends it through the gate again. No textfile folder: nothing written.
+    rc, ran, record = record_before_gate(tmp_path, groups=["sglang_benchmark_not_passed"],
+                                         __deploy_record_before_gate=False, sglang_metrics_textfile_dir="")
+    assert rc == 0, ran
+    assert not ran["Publish what the deploy decided as metrics (node_exporter's textfile)"].get("skipped")
     assert ran["Record"].get("skipped") and not record.exists()

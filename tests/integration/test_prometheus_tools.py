@@ -1,48 +1,65 @@
 """scripts/prometheus_series.py and scripts/dashboard_picture.py against a real Prometheus (Debian's), serving
-made-up series for two hosts under every name the dashboard and the alert rules read, as a lab's Prometheus would
+made-up series for two hosts under every name the dashboard and the alert rules read, as a fleet's Prometheus would
 hold them: SGLang's families per server (job sglang), the deploy's textfile per host (job node), the drift check's
-textfile from the control node only (label host)."""
+textfile from the control node only (label host). The commands are docs/metrics.md's, run as the page writes them
+(its host names are the data's) with the test's Prometheus and a time inside the data."""
 import json
+import os
+import shlex
 import struct
 import time
 
 import pytest
 
+from tests.helpers import markdown_blocks
+from tests.helpers.ansible_run import REPO
 from tests.helpers.prometheus_server import openmetrics, serving
 from tests.helpers.script_module import load_file
 
 series_tool = load_file("scripts/prometheus_series.py", "prometheus_series_under_test")
 picture_tool = load_file("scripts/dashboard_picture.py", "dashboard_picture_under_test")
 
-HOSTS = ("gpu1", "gpu2")
+HOSTS = ("gpu1", "gpu2")  # inventory names; the docs' addresses are NAME.example.org
+CONTROL = "control.example.org:9100"
 END = (int(time.time()) // 3600 - 3) * 3600  # hours back: promtool's blocks lie wholly in the past
 START = END - 2 * 3600
 STEP = 60
-EXPECT = ["--expect", "instance=gpu1:9100,gpu2:9100",
-          "--expect", "sglang::instance=gpu1:30000,gpu2:30000",
-          "--expect", "up:instance=gpu1:30000,gpu2:30000",
-          "--expect", "sglang_drift_:host=gpu1,gpu2",
-          "--expect", "sglang_drift_last_run_timestamp_seconds:instance=control:9100"]
+
+
+def docs_command(script):
+    """The arguments of docs/metrics.md's command line for scripts/SCRIPT, its --url left out."""
+    with open(os.path.join(REPO, "docs", "metrics.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    lines = [shlex.split(block.replace("\\\n", " ")) for block in markdown_blocks.blocks(text, "sh")]
+    found = [words[1:] for words in lines if words and words[0] == "scripts/" + script]
+    assert len(found) == 1, "docs/metrics.md gives one command for %s" % script
+    words = found[0]
+    at = words.index("--url")
+    return words[:at] + words[at + 2:]
+
+
+def _address(host, port):
+    return "%s.example.org:%d" % (host, port)
 
 
 def _labels(metric):
     """[labels...] of METRIC's series, as the lab's scrape jobs would label them."""
     if metric == "up":
-        return [{"job": "sglang", "instance": host + ":30000"} for host in HOSTS]
+        return [{"job": "sglang", "instance": _address(host, 30000)} for host in HOSTS]
     if metric.startswith("sglang:"):
-        return [{"job": "sglang", "instance": host + ":30000"} for host in HOSTS]
+        return [{"job": "sglang", "instance": _address(host, 30000)} for host in HOSTS]
     if metric == "sglang_drift_last_run_timestamp_seconds":
-        return [{"job": "node", "instance": "control:9100"}]
+        return [{"job": "node", "instance": CONTROL}]
     if metric == "sglang_drift_items":
-        return [{"job": "node", "instance": "control:9100", "host": host, "category": category}
+        return [{"job": "node", "instance": CONTROL, "host": host, "category": category}
                 for host in HOSTS for category in ("packages", "config")]
     if metric.startswith("sglang_drift_"):
-        return [{"job": "node", "instance": "control:9100", "host": host} for host in HOSTS]
+        return [{"job": "node", "instance": CONTROL, "host": host} for host in HOSTS]
     if metric.startswith("sglang_deploy_"):
         extra = {"sglang_deploy_info": {"sglang_version": "0.5.17", "flashinfer_version": "0.4.1", "lock": "lock-1",
                                         "model_revision": "abc"},
                  "sglang_deploy_allreduce_path_info": {"path": "fused"}}.get(metric, {})
-        return [dict(extra, job="node", instance=host + ":9100") for host in HOSTS]
+        return [dict(extra, job="node", instance=_address(host, 9100)) for host in HOSTS]
     raise AssertionError("the test does not know how %s is labelled: add it here" % metric)
 
 
@@ -73,7 +90,8 @@ def families(leave_out=lambda metric, labels: False):
 
 
 def _gpu2_unfused_and_no_drift(metric, labels):
-    return metric.startswith("sglang_drift_") or (metric == "sglang_deploy_fused" and labels["instance"] == "gpu2:9100")
+    return metric.startswith("sglang_drift_") or (
+        metric == "sglang_deploy_fused" and labels["instance"] == _address("gpu2", 9100))
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +108,7 @@ def partial(tmp_path_factory):
 
 
 def test_every_series_the_dashboard_and_rules_read_is_there(complete, capsys):
-    assert series_tool.main(["--url", complete, "--time", str(END)] + EXPECT) == 0
+    assert series_tool.main(docs_command("prometheus_series.py") + ["--url", complete, "--time", str(END)]) == 0
     out = capsys.readouterr().out
     for metric in series_tool.load_uses():
         assert "\n" + metric + " " in out
@@ -99,11 +117,11 @@ def test_every_series_the_dashboard_and_rules_read_is_there(complete, capsys):
 
 
 def test_a_series_left_out_is_named_with_its_instance(partial, capsys):
-    assert series_tool.main(["--url", partial, "--time", str(END)] + EXPECT) == 1
+    assert series_tool.main(docs_command("prometheus_series.py") + ["--url", partial, "--time", str(END)]) == 1
     missing = sorted(line for line in capsys.readouterr().out.splitlines() if line.startswith("MISSING"))
-    assert missing == ["MISSING sglang_deploy_fused: instance=gpu2:9100",
+    assert missing == ["MISSING sglang_deploy_fused: instance=gpu2.example.org:9100",
                        "MISSING sglang_drift_items: host=gpu1, host=gpu2",
-                       "MISSING sglang_drift_last_run_timestamp_seconds: instance=control:9100",
+                       "MISSING sglang_drift_last_run_timestamp_seconds: instance=%s" % CONTROL,
                        "MISSING sglang_drift_status: host=gpu1, host=gpu2"]
 
 
@@ -165,6 +183,16 @@ def test_the_picture_draws_every_panel_with_data(complete, tmp_path):
     drawn = picture_tool.render(complete, _dashboard(), str(out), START, END, 300)
     assert drawn == [(title, True) for title in _titles()]
     assert _png_size(out) == _expected_size(len(drawn))
+
+
+def test_the_docs_picture_command(complete, tmp_path, capsys):
+    out = tmp_path / "fleet.png"
+    args = docs_command("dashboard_picture.py") + ["--url", complete, "--out", str(out), "--end", str(END)]
+    assert picture_tool.main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "wrote %s: %d panels, 0 without data\n" % (out, len(_titles()))
+    assert captured.err == ""
+    assert _png_size(out) == _expected_size(len(_titles()))
 
 
 def test_the_picture_names_the_panels_without_data(partial, tmp_path, capsys):

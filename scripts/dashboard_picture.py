@@ -28,7 +28,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402  pylin
 from matplotlib.figure import Figure  # noqa: E402  pylint: disable=wrong-import-position
 import matplotlib.dates as mdates  # noqa: E402  pylint: disable=wrong-import-position
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # loaded by path, not run: find the siblings
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 from prometheus_api import PrometheusError, instant, query_range  # noqa: E402  pylint: disable=wrong-import-position
 from prometheus_series import DASHBOARD, dashboard_panels  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -177,7 +178,7 @@ def window_of(args):
     end = args.end if args.end is not None else clock.time()
     start = args.start if args.start is not None else end - args.minutes * 60
     if not (math.isfinite(start) and math.isfinite(end)) or start >= end:
-        raise ValueError("the window's start must come before its end")
+        raise ValueError("the window needs a start before its end (finite times)")
     step = args.step if args.step is not None else float(max(15, round((end - start) / 240)))
     if not math.isfinite(step) or step <= 0 or (end - start) / step > 11000:
         raise ValueError("--step must be positive and give at most 11000 points over the window (Prometheus' limit)")

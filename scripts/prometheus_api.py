@@ -17,7 +17,10 @@ class PrometheusError(Exception):
 
 
 def _endpoint(url, path, params):
-    parsed = urllib.parse.urlsplit(url)
+    try:
+        parsed = urllib.parse.urlsplit(url)
+    except ValueError:
+        parsed = urllib.parse.SplitResult("", "", "", "", "")
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise PrometheusError("%r is not an http(s) URL of a Prometheus (e.g. http://127.0.0.1:9090)" % url)
     return "%s/api/v1/%s?%s" % (url.rstrip("/"), path, urllib.parse.urlencode(params))

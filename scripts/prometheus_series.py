@@ -25,7 +25,8 @@ import sys
 
 import yaml
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:  # loaded by path, not run: find the siblings
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 from prometheus_api import PrometheusError, instant  # noqa: E402  pylint: disable=wrong-import-position
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -283,7 +284,7 @@ def main(argv=None):
     except (OSError, ValueError, yaml.YAMLError) as error:
         print("prometheus_series: %s" % error, file=sys.stderr)
         return 2
-    if not args.url:
+    if args.url is None:
         print(_listing(uses))
         return 0
     try:

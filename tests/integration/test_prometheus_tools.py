@@ -139,17 +139,6 @@ def test_after_the_data_nothing_is_there(complete, capsys):
     assert capsys.readouterr().out.count("MISSING") == len(series_tool.load_uses())
 
 
-@pytest.mark.parametrize("url, says", [
-    ("http://127.0.0.1:1", "cannot reach Prometheus"),
-    ("ftp://127.0.0.1:9090", "is not an http(s) URL"),
-    ("not a url", "is not an http(s) URL"),
-])
-def test_a_bad_url_is_a_message(url, says, capsys):
-    assert series_tool.main(["--url", url]) == 2
-    error = capsys.readouterr().err
-    assert says in error and "Traceback" not in error
-
-
 def test_an_answer_that_is_not_prometheus_json_is_a_message(complete, capsys):
     # Prometheus' own 404 page under a path that is not its API.
     assert series_tool.main(["--url", complete + "/nothing-here"]) == 2

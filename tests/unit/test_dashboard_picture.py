@@ -68,8 +68,9 @@ def test_the_window():
     assert dp.window_of(_args(start=0.0, end=100.0, step=5.0)) == (0.0, 100.0, 5.0)
 
 
-@pytest.mark.parametrize("given", [dict(start=10.0, end=5.0), dict(end=100.0, step=0.0),
-                                   dict(start=0.0, end=86400.0 * 30, step=1.0), dict(end=100.0, step=float("nan"))])
+@pytest.mark.parametrize("given", [{"start": 10.0, "end": 5.0}, {"end": 100.0, "step": 0.0},
+                                   {"start": 0.0, "end": 86400.0 * 30, "step": 1.0},
+                                   {"end": 100.0, "step": float("nan")}, {"end": float("nan")}])
 def test_a_window_refused(given):
     with pytest.raises(ValueError):
         dp.window_of(_args(**given))

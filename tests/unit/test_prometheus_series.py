@@ -149,3 +149,16 @@ def test_a_bad_expect_or_file_is_a_message(tmp_path, capsys):
     assert ps.main(["--rules", str(tmp_path / "bad.yml")]) == 2
     err = capsys.readouterr().err
     assert err.count("prometheus_series: ") == 3 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("url, says", [
+    ("http://127.0.0.1:1", "cannot reach Prometheus"),
+    ("ftp://127.0.0.1:9090", "is not an http(s) URL"),
+    ("not a url", "is not an http(s) URL"),
+    ("", "is not an http(s) URL"),
+    ("http://127.0.0.1:notaport", "cannot reach Prometheus"),
+])
+def test_a_bad_url_is_a_message(url, says, capsys):
+    assert ps.main(["--url", url]) == 2
+    error = capsys.readouterr().err
+    assert says in error and "Traceback" not in error

@@ -114,13 +114,19 @@ def _draw_stat(axes, panel, series):
     axes.set_axis_off()
 
 
+def _cell(value, width=24):
+    """VALUE cut to WIDTH characters (a commit hash would push the table over its neighbours)."""
+    return value if len(value) <= width else value[:width - 1] + "\u2026"
+
+
 def _draw_table(axes, series):
     columns = sorted({key for _, labels, _ in series for key in labels if key != "__name__"})
-    cells = [[labels.get(key, "") for key in columns] for _, labels, _ in series]
+    cells = [[_cell(labels.get(key, "")) for key in columns] for _, labels, _ in series]
     axes.set_axis_off()
     drawn = axes.table(cellText=cells[:12], colLabels=columns, loc="upper center", cellLoc="left")
     drawn.auto_set_font_size(False)
     drawn.set_fontsize(6)
+    drawn.auto_set_column_width(list(range(len(columns))))
 
 
 def render(url, dashboard, out, start, end, step, timeout=30.0):

@@ -84,3 +84,8 @@ def test_a_bad_window_or_url_is_a_message(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("dashboard_picture: ") == 3 and "Traceback" not in err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_long_table_cell_is_cut():
+    assert dp._cell("0123456789" * 4) == "01234567890123456789012\u2026"  # pylint: disable=protected-access
+    assert dp._cell("abc") == "abc"  # pylint: disable=protected-access

@@ -12,13 +12,14 @@ import re
 from ansible.module_utils import deploy_metrics
 from ansible.module_utils import drift_report
 
+from tests.helpers.script_module import load_file
+
+_series_tool = load_file("scripts/prometheus_series.py", "prometheus_series_for_metric_families")
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REAL_SERVER = os.path.join(REPO, "tests", "fixtures", "device", "sglang_0.5.17_real_server.json")
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{|\s)")
-_KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "offset",
-             "inf", "nan"}
-_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)")
 
 
 def sample_names(text):
@@ -52,18 +53,6 @@ def defined_series():
 
 
 def series_in(expr):
-    """The series names a PromQL expression reads: what is left once strings, label matchers, ranges, grouping
-    clauses, function calls' names, keywords and numbers are taken out."""
-    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    text = re.sub(r"\{[^}]*\}", " ", text)
-    text = re.sub(r"\[[^\]]*\]", " ", text)
-    text = _GROUPING.sub(" ", text)
-    names = set()
-    for match in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", text):
-        rest = text[match.end():].lstrip()
-        if rest.startswith("(") or match.group(0).lower() in _KEYWORDS:
-            continue
-        if match.start() > 0 and (text[match.start() - 1].isdigit() or text[match.start() - 1] == "."):
-            continue  # an exponent or unit inside a number (1e3)
-        names.add(match.group(0))
-    return names
+    """The series names a PromQL expression reads (scripts/prometheus_series.py's reader, which the operator's
+    check of a live Prometheus uses too)."""
+    return set(_series_tool.metric_names(expr))

@@ -13,8 +13,10 @@ set -euo pipefail
 # What the roles expect on a fresh GPU host: systemd + D-Bus (the server runs as a unit), python3 with
 # venv and real pip (sglang_install creates venvs with the host's python3), sshd (Ansible connects over
 # SSH, like on a fleet), CA certificates (HTTPS through the proxy), the usual host tools, and rsync (with its rrsync)
-# for the sglang_model role's peer source, which copies a model between hosts over SSH.
-packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,openssh-server,ca-certificates,iproute2,pciutils,sudo,procps,rsync
+# for the sglang_model role's peer source, which copies a model between hosts over SSH. node_exporter as Debian
+# packages it (its service on :9100, its textfile collector reading /var/lib/prometheus/node-exporter), which
+# lab/monitoring.sh's Prometheus scrapes.
+packages=systemd,systemd-sysv,dbus,python3,python3-venv,python3-pip,openssh-server,ca-certificates,iproute2,pciutils,sudo,procps,rsync,prometheus-node-exporter
 
 mirror="${LAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 hash="$(sha256sum "$0" | cut -c1-16)"
@@ -35,6 +37,10 @@ if [ ! -s "$tarball" ] || [ -n "${LAB_FORCE_REBUILD:-}" ]; then
   debootstrap --variant=minbase --include="$packages" --cache-dir="$LAB_CACHE/debs" \
     bookworm "$rootfs" "$mirror" > "$LAB_CACHE/debootstrap.log" 2>&1 ||
     { tail -n 30 "$LAB_CACHE/debootstrap.log" >&2; exit 1; }
+
+  # The package gives /var/lib/prometheus to its prometheus user, and root writes the deploy's textfile below it:
+  # made root's as docs/metrics.md tells operators (a statoverride, which the package's upgrades respect).
+  chroot "$rootfs" dpkg-statoverride --update --add root root 0755 /var/lib/prometheus
 
   # Each container makes its own identity at first boot: no host keys or machine-id in the image.
   rm -f "$rootfs"/etc/ssh/ssh_host_* "$rootfs/etc/hostname"

@@ -95,11 +95,13 @@ def _times(samples):
     return [datetime.datetime.fromtimestamp(time, datetime.timezone.utc) for time, _ in samples]
 
 
-def _draw_lines(axes, panel, series):
+def _draw_lines(axes, panel, series, start, end):
     steps = panel.get("type") in ("state-timeline", "statetimeline", "status-history")
     for target, labels, samples in series:
         axes.plot(_times(samples), [value for _, value in samples], label=legend(target, labels),
                   drawstyle="steps-post" if steps else "default", linewidth=1.2)
+    # The whole window on every panel, so series that began late line up with the others.
+    axes.set_xlim(*_times([(start, None), (end, None)]))
     axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=datetime.timezone.utc))
     axes.tick_params(labelsize=7)
     axes.grid(alpha=0.3)
@@ -157,7 +159,7 @@ def render(url, dashboard, out, start, end, step, timeout=30.0):
         elif panel.get("type") == "table":
             _draw_table(axes, series)
         else:
-            _draw_lines(axes, panel, series)
+            _draw_lines(axes, panel, series, start, end)
         drawn.append((title, bool(series)))
     figure.tight_layout(rect=(0, 0, 1, 1 - 0.6 / (PANEL_SIZE[1] * rows + 0.6)))
     figure.savefig(out, format="png")

@@ -4,10 +4,9 @@
 #   1. setup: the toolchain (.venv) and the lab's host packages
 #   2. at once: the static checks (scripts/checks.sh), the benchmark client venv (scripts/bench-client.sh) and the
 #      lab's image, SSH key and wheelhouse (made here once, so the two molecule scenarios never make them together)
-#   3. as soon as each has what it needs: molecule default and drift (the lab; each on its own hosts, lab-gpu* and
-#      drift-gpu*, default's collection built in folders of its own; drift then the per-role tests), molecule
-#      collection (the lab and the client venv; hosts user-gpu*) and pytest (the client venv; pytest-xdist, one test
-#      file per worker)
+#   3. as soon as each has what it needs: molecule default (the lab; hosts lab-gpu*, its collection built in folders
+#      of its own), molecule drift then the per-role tests, and molecule collection (the lab and the client venv;
+#      hosts drift-gpu* and user-gpu*), pytest (the client venv; pytest-xdist, one test file per worker)
 # molecule default is the longest lane and mostly waits on its hosts; the CPU-bound lanes (checks, pytest) run at a
 # lower priority (nice 10) so its tasks are not queued behind them (both still finish well before it).
 # Every lane runs to its end even when another failed; each lane's output is printed whole when it ends, and the
@@ -79,14 +78,15 @@ molecule_drift_then_roles() {
 molecule_lanes=(molecule-default molecule-drift+roles molecule-collection)
 ci_lane_wait prep-lab || { failed+=(prep-lab); lab_ok=false; }
 if $lab_ok; then
-  ci_lane molecule-default molecule_test default
-  ci_lane molecule-drift+roles molecule_drift_then_roles
+  ci_lane molecule-default molecule_test default  # its gate comes minutes after the client venv is ready
 fi
 client_ok=true
 ci_lane_wait prep-bench-client || { failed+=(prep-bench-client); client_ok=false; }
 ci_lane pytest pytest_run   # without the client, the benchmark gate tests fail and say so
 if $lab_ok && $client_ok; then
-  ci_lane molecule-collection molecule_test collection  # its deploys run the gate from the client venv
+  # Their deploys run the gate from the client venv.
+  ci_lane molecule-drift+roles molecule_drift_then_roles
+  ci_lane molecule-collection molecule_test collection
 fi
 for lane in "${molecule_lanes[@]}"; do
   [ -n "${CI_LANE_PIDS[$lane]:-}" ] || skipped+=("$lane")

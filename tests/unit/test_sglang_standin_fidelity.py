@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from tests.helpers import metric_families
 from tests.helpers.sglang_standin import REPO, Standin, package_sources
 
 RECORDED = os.path.join(REPO, "tests", "fixtures", "device", "sglang_0.5.17_real_server.json")
@@ -178,6 +179,16 @@ def families(text):
     return out
 
 
+def dashboard_families():
+    """The sglang:* families the shipped dashboard's queries read."""
+    with open(os.path.join(REPO, "monitoring", "grafana", "sglang-fleet.json"), encoding="utf-8") as handle:
+        panels = json.load(handle)["panels"]
+    exprs = [target["expr"] for panel in panels for target in panel.get("targets", [])]
+    families = {name for expr in exprs for name in metric_families.series_in(expr) if name.startswith("sglang:")}
+    assert families, "the dashboard reads no SGLang family"
+    return families
+
+
 def test_metrics_are_the_real_families(recorded, answers):
     """Every metric the stand-in exposes is one the real server exposed: name, type, help text, and each sample's
     label names (with values printed as prometheus_client prints them)."""
@@ -186,7 +197,9 @@ def test_metrics_are_the_real_families(recorded, answers):
     status, text = answers["GET /metrics"]
     assert status == 200
     real_families, ours = families(want["text"]), families(text)
-    assert {"sglang:num_requests_total", "sglang:gen_throughput", "sglang:spec_accept_length"} <= set(ours)
+    # every SGLang family the shipped dashboard reads, so each of its panels has data in the lab's Prometheus
+    assert {"sglang:num_requests_total", "sglang:gen_throughput", "sglang:spec_accept_length"} | dashboard_families() \
+        <= set(ours)
     for name, family in ours.items():
         assert name in real_families, name
         assert (family["type"], family["help"]) == (real_families[name]["type"], real_families[name]["help"]), name

@@ -39,6 +39,9 @@ def render_metrics(server):
         family(name, "counter", text, [('engine_type="unified",is_streaming="%s",%s' % (flag, model), mine[field])
                                        for flag, mine in sorted(stats["by_streaming"].items())])
     family("num_running_reqs", "gauge", "The number of running requests.", [(rank, stats["running"])])
+    # Every request runs as it arrives (no waiting queue) and no KV cache is imitated: 0, as the idle real server.
+    family("num_queue_reqs", "gauge", "The number of requests in the waiting queue.", [(rank, 0)])
+    family("token_usage", "gauge", "The token usage.", [(rank, 0)])
     family("gen_throughput", "gauge", "The generation throughput (token/s).",
            [(rank, stats["last_gen_throughput"])])
     if server.speculative:

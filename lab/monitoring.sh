@@ -10,14 +10,15 @@
 #   - node_exporter is reached at the container's address on podman's bridge, labelled instance=<host name>;
 #   - the drift checks this machine runs write their textfile to DIR/textfile, which a node_exporter of this
 #     machine serves (the lab image's binary, copied out: job node, instance=control).
-# LAB_MONITORING_PORT (default 39090): Prometheus' port on 127.0.0.1. Scrapes and rule evaluations every second.
+# LAB_MONITORING_PORT (default 19090): Prometheus' port on 127.0.0.1; its ports stay below the kernel's ephemeral
+# range (32768-60999), where a test's "any free port" could take one first. Scrapes and rule evaluations every second.
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 action=${1:?usage: $0 start|stop DIR}
 dir=${2:?usage: $0 start|stop DIR}
-port=${LAB_MONITORING_PORT:-39090}
-tunnel_base=${LAB_MONITORING_TUNNEL_BASE:-39300}
-node_port=${LAB_MONITORING_NODE_PORT:-39100}
+port=${LAB_MONITORING_PORT:-19090}
+tunnel_base=${LAB_MONITORING_TUNNEL_BASE:-19300}
+node_port=${LAB_MONITORING_NODE_PORT:-19100}
 server_port=30000  # sglang_server_port, the lab's
 
 stop() {
